@@ -1,0 +1,118 @@
+"""The bases of every configurable kind: hooks, tools and refresh conditions.
+
+A plugin's config model derives from one of these and declares ``kind`` as a
+``Literal``; the manifest's lists are discriminated unions on ``kind``, rebuilt
+at load time from the installed plugins.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ._events import EVENTS, HookEvent
+
+__all__ = [
+    "AnyRefreshCondition",
+    "HookConfig",
+    "KindConfig",
+    "OnError",
+    "RefreshCondition",
+    "ToolConfig",
+]
+
+OnError = Literal["skip", "fail"]
+
+
+class KindConfig(BaseModel):
+    """Base of every config model that the manifest selects by ``kind``.
+
+    Unknown fields are errors, so a typo in a manifest is reported, not ignored.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: str
+
+
+class RefreshCondition(KindConfig):
+    """Base of refresh-condition kinds: when does an injected result go stale?
+
+    Subclasses implement :meth:`expiry`.
+    """
+
+    def expiry(self, now: datetime) -> datetime:
+        """The instant (aware) until which a result obtained at ``now`` stays fresh."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement expiry()")
+
+
+class _RefreshSlot:
+    """Marks where the loader puts the union of the installed refresh conditions."""
+
+    def __repr__(self) -> str:
+        return "AnyRefreshCondition"
+
+
+AnyRefreshCondition = Annotated[RefreshCondition, _RefreshSlot()]
+"""Annotation for a field that takes any installed refresh condition."""
+
+
+class HookConfig(KindConfig):
+    """Base of hook-kind config models: the fields every manifest hook entry has.
+
+    ``on_error`` left unset takes the kind's ``default_on_error`` (``skip`` on
+    ``on_completion``); ``fail`` is rejected on ``on_completion``. ``match`` takes
+    glob patterns on the tool's final name and is allowed only on tool events.
+    """
+
+    default_on_error: ClassVar[OnError] = "fail"
+    """The kind's default policy: ``skip`` for context injectors, ``fail`` for guards."""
+
+    event: HookEvent
+    name: str | None = Field(default=None, description="A name for logs and diagnostics.")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Time-out for one call of the hook; none by default."
+    )
+    on_error: OnError | None = Field(
+        default=None,
+        description="What a raising or timed-out hook does: skip (go on) or fail (the "
+        "request fails). Default: the kind's choice.",
+    )
+    match: list[str] | None = Field(
+        default=None,
+        description="Glob patterns on the tool's final name (tool events only).",
+    )
+
+    @model_validator(mode="after")
+    def _check_common(self) -> HookConfig:
+        if self.on_error == "fail" and self.event == HookEvent.ON_COMPLETION:
+            raise ValueError(
+                "on_error 'fail' is not allowed on on_completion: the run is already "
+                "over, so a failing hook can only be skipped"
+            )
+        if self.match is not None and not EVENTS[self.event].tool_event:
+            raise ValueError(
+                f"'match' is only allowed on tool events (on_pre_tool_use, "
+                f"on_post_tool_use, on_invalid_tool_call), not on {self.event.value}"
+            )
+        return self
+
+    @property
+    def error_policy(self) -> OnError:
+        """The policy in force: ``on_error`` if set, else the kind's default."""
+        if self.on_error is not None:
+            return self.on_error
+        if self.event == HookEvent.ON_COMPLETION:
+            return "skip"
+        return self.default_on_error
+
+
+class ToolConfig(KindConfig):
+    """Base of tool-kind config models. ``toolset`` prefixes the final tool names."""
+
+    toolset: str | None = Field(
+        default=None,
+        description="Names the model sees become sanitize_toolname(f'{toolset}_{tool}').",
+    )

@@ -1,0 +1,173 @@
+"""Run-scoped context: per-request properties (`ActionContext`), the state
+hooks share (`Scratchpad`) and what every hookimpl receives (`HookContext`)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from ._secret import Secret
+
+__all__ = ["ActionContext", "HookContext", "Scratchpad", "system_clock"]
+
+_MISSING: Any = object()
+
+
+def system_clock() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class ActionContext(Mapping[str, Any]):
+    """Per-request properties a tool may ask for: a user id, a token, a client.
+
+    Read-only mapping. Values wrapped in :class:`seamkit.Secret` stay wrapped
+    here and print as ``***``; the kernel unwraps them only when it injects
+    them into a tool.
+    """
+
+    __slots__ = ("_context_id", "_props")
+
+    def __init__(
+        self,
+        properties: Mapping[str, Any] | None = None,
+        *,
+        context_id: str | None = None,
+        **more: Any,
+    ) -> None:
+        self._props: dict[str, Any] = {**(properties or {}), **more}
+        self._context_id = context_id or uuid.uuid4().hex
+
+    @property
+    def context_id(self) -> str:
+        """An id for this request's context (given, or a fresh random one)."""
+        return self._context_id
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The property ``name`` (secrets still wrapped), or ``default``."""
+        return self._props.get(name, default)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._props[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._props)
+
+    def __len__(self) -> int:
+        return len(self._props)
+
+    def with_properties(self, **more: Any) -> ActionContext:
+        """A copy with more properties (same ``context_id``)."""
+        return ActionContext({**self._props, **more}, context_id=self._context_id)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{k}={'***' if isinstance(v, Secret) else type(v).__name__}"
+            for k, v in self._props.items()
+        )
+        return f"ActionContext({shown})"
+
+
+class Scratchpad:
+    """State the hooks of one run share. Every operation is atomic.
+
+    When tools run concurrently, tool hooks share one scratchpad and run at the
+    same time: each operation is race-free, but there is no ordering between
+    hooks of different calls, so keep state commutative or key it by call id.
+    """
+
+    __slots__ = ("_data", "_lock")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default``."""
+        with self._lock:
+            return self._data.get(key, default)
+
+    def insert(self, key: str, value: Any) -> Any:
+        """Store ``value`` under ``key``; return what was there (or ``None``)."""
+        with self._lock:
+            old = self._data.get(key)
+            self._data[key] = value
+            return old
+
+    def update(self, key: str, fn: Callable[[Any], Any], default: Any = None) -> Any:
+        """Atomically replace the value with ``fn(current or default)``; return it."""
+        with self._lock:
+            new = fn(self._data.get(key, default))
+            self._data[key] = new
+            return new
+
+    def remove(self, key: str) -> Any:
+        """Remove ``key`` and return its value (``None`` when absent)."""
+        with self._lock:
+            return self._data.pop(key, None)
+
+    def contains(self, key: str) -> bool:
+        """Whether ``key`` holds a value."""
+        with self._lock:
+            return key in self._data
+
+    __contains__ = contains
+
+    def snapshot(self) -> dict[str, Any]:
+        """A shallow copy of everything stored, for inspection."""
+        with self._lock:
+            return dict(self._data)
+
+
+class HookContext:
+    """What every hookimpl receives as ``ctx``: the run's identity and shared state.
+
+    ``turn`` is 1-based (0 before the first model call); ``tools`` maps the
+    agent's resolved tools by final name, so a hook can call one; ``now()``
+    reads the agent's clock.
+    """
+
+    __slots__ = (
+        "_clock",
+        "action_context",
+        "agent_name",
+        "is_streaming",
+        "run_id",
+        "scratchpad",
+        "tools",
+        "turn",
+    )
+
+    def __init__(
+        self,
+        *,
+        run_id: str | None = None,
+        agent_name: str = "agent",
+        is_streaming: bool = False,
+        action_context: ActionContext | None = None,
+        tools: Mapping[str, Any] | None = None,
+        clock: Callable[[], datetime] = system_clock,
+        turn: int = 0,
+        scratchpad: Scratchpad | None = None,
+    ) -> None:
+        self.run_id = run_id or uuid.uuid4().hex
+        self.agent_name = agent_name
+        self.is_streaming = is_streaming
+        self.action_context = action_context if action_context is not None else ActionContext()
+        self.tools: Mapping[str, Any] = tools if tools is not None else {}
+        self._clock = clock
+        self.turn = turn
+        self.scratchpad = scratchpad if scratchpad is not None else Scratchpad()
+
+    def now(self) -> datetime:
+        """The current time from the agent's clock (an aware datetime)."""
+        return self._clock()
+
+    def __repr__(self) -> str:
+        return (
+            f"HookContext(run_id={self.run_id!r}, agent_name={self.agent_name!r}, "
+            f"turn={self.turn}, is_streaming={self.is_streaming})"
+        )

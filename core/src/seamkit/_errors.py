@@ -1,0 +1,133 @@
+"""The exceptions seamkit raises: one small family, each carrying its context.
+
+Every exception derives from :class:`SeamkitError`, which carries a one-line
+``message`` and an optional ``hint`` (what would be right). The CLI prints
+exactly those two lines for any of them, never a traceback unless ``--debug``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "HookError",
+    "ManifestError",
+    "PluginError",
+    "Problem",
+    "SeamkitError",
+]
+
+
+class SeamkitError(Exception):
+    """Base of every error seamkit raises on purpose.
+
+    Raised for user mistakes and for failures the run reports; ``hint`` says
+    what would fix it, when the kernel knows.
+    """
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if self.hint is None else f"{self.message} (hint: {self.hint})"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong in a manifest, with where it is and what would be right.
+
+    ``location`` is the path inside the document (``("hooks", 0, "event")``);
+    ``line`` and ``column`` are 1-based positions in the file when known.
+    """
+
+    location: tuple[str | int, ...]
+    message: str
+    hint: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def path(self) -> str:
+        """The location as a user writes it: ``hooks[0].event``."""
+        out = ""
+        for part in self.location:
+            if isinstance(part, int):
+                out += f"[{part}]"
+            else:
+                out += f".{part}" if out else str(part)
+        return out or "(top level)"
+
+    def format(self, source: str | None = None) -> str:
+        """One line ``file:line:col: path: message``, plus an indented hint line."""
+        where = ""
+        if source:
+            where = source
+            if self.line is not None:
+                where += f":{self.line}"
+                if self.column is not None:
+                    where += f":{self.column}"
+            where += ": "
+        text = f"{where}{self.path}: {self.message}" if self.location else where + self.message
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+class ManifestError(SeamkitError):
+    """Raised when an app manifest cannot be read or does not validate.
+
+    ``problems`` lists every problem found (not just the first), each with its
+    location; ``source`` names the file when there is one.
+    """
+
+    def __init__(self, problems: Sequence[Problem], *, source: str | None = None) -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        first = self.problems[0] if self.problems else Problem((), "invalid manifest")
+        count = len(self.problems)
+        head = first.format(source).splitlines()[0]
+        more = f" (and {count - 1} more)" if count > 1 else ""
+        super().__init__(f"{head}{more}", hint=first.hint)
+
+    def format(self) -> str:
+        """Every problem, one per line (hints indented below), for a terminal."""
+        return "\n".join(p.format(self.source) for p in self.problems)
+
+
+class PluginError(SeamkitError):
+    """Raised when a plugin registers something malformed or cannot be loaded.
+
+    During discovery it is caught and recorded as the plugin's load error; it
+    reaches user code only from explicit calls such as ``Registry.register_*``.
+    ``plugin`` names the entry point (or ``None`` for code registrations).
+    """
+
+    def __init__(self, message: str, *, plugin: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.plugin = plugin
+
+
+class HookError(SeamkitError):
+    """Raised when a hook fails closed: it raised or timed out under
+    ``on_error: fail``, or returned a flow its event does not accept.
+
+    Carries the ``hook`` name, the ``event`` and, when a flow is at fault, the
+    ``flow`` type name.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hook: str,
+        event: str,
+        flow: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.hook = hook
+        self.event = event
+        self.flow = flow

@@ -1,0 +1,185 @@
+"""Plugin discovery: every entry point of group ``seamkit``, each isolated.
+
+A plugin that fails to import or register is recorded with its distribution,
+version and error, a warning is logged once, and the rest goes on loading.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from importlib import metadata
+from types import ModuleType
+from typing import Any
+
+from ._errors import PluginError
+from ._events import HookEvent
+from ._markers import PROJECT
+from ._registry import PluginInfo, Registry
+
+__all__ = ["get_registry", "load_plugins", "reset_registry"]
+
+log = logging.getLogger("seamkit")
+
+API_VERSION = 1
+"""The plugin API this kernel speaks; a plugin may declare it as ``__seamkit_api__``."""
+
+_REGISTRATION_HOOKS = (
+    "register_hook_kinds",
+    "register_refresh_conditions",
+    "register_tool_kinds",
+    "register_models",
+)
+_SEAMS = frozenset(e.value for e in HookEvent)
+
+_lock = threading.Lock()
+_registry: Registry | None = None
+
+
+def _names(value: str | None) -> set[str] | None:
+    if value is None or not value.strip():
+        return None
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def load_plugins(
+    *,
+    entry_points: Iterable[metadata.EntryPoint] | None = None,
+    extra: Iterable[tuple[str, ModuleType | object]] = (),
+) -> Registry:
+    """Build a fresh :class:`Registry` from the installed plugins.
+
+    ``SEAMKIT_PLUGINS=a,b`` loads only the entry points named ``a`` and ``b``;
+    ``SEAMKIT_DISABLE_PLUGINS=x`` skips ``x``. The kernel's built-ins always
+    load. ``extra`` registers more plugin objects in-process, by name, after
+    the entry points (used by ``seamkit.testing``).
+    """
+    from . import _builtins
+
+    registry = Registry()
+    add_plugin(
+        registry,
+        _builtins,
+        PluginInfo(
+            name="seamkit",
+            module="seamkit._builtins",
+            builtin=True,
+            distribution="seamkit",
+            version=_own_version(),
+        ),
+    )
+    only = _names(os.environ.get("SEAMKIT_PLUGINS"))
+    disabled = _names(os.environ.get("SEAMKIT_DISABLE_PLUGINS")) or set()
+    eps = metadata.entry_points(group=PROJECT) if entry_points is None else entry_points
+    for ep in sorted(eps, key=lambda e: e.name):
+        if (only is not None and ep.name not in only) or ep.name in disabled:
+            continue
+        dist = getattr(ep, "dist", None)
+        info = PluginInfo(
+            name=ep.name,
+            distribution=dist.name if dist is not None else None,
+            version=dist.version if dist is not None else None,
+            module=ep.value,
+        )
+        if ep.name in registry.plugins:
+            _fail(registry, info, f"another plugin is already named {ep.name!r}")
+            continue
+        try:
+            module = ep.load()
+        except Exception as exc:
+            _fail(registry, info, f"import failed: {type(exc).__name__}: {exc}")
+            continue
+        add_plugin(registry, module, info)
+    for name, obj in extra:
+        add_plugin(registry, obj, PluginInfo(name=name, module=getattr(obj, "__name__", None)))
+    return registry
+
+
+def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
+    """Register one plugin object; on any problem record it as a load error."""
+    registry.plugins[info.name] = info
+    api = getattr(obj, "__seamkit_api__", API_VERSION)
+    if api != API_VERSION:
+        return _fail(
+            registry,
+            info,
+            f"declares __seamkit_api__ = {api!r}, but this seamkit speaks API {API_VERSION}",
+        )
+    pm = registry.plugin_manager
+    try:
+        pm.register(obj, name=info.name)
+    except Exception as exc:
+        return _fail(registry, info, f"invalid hookimpl: {exc}")
+    try:
+        info.hookimpls = _check_hookimpls(registry, obj)
+        batch = registry.registrar(info.name)
+        for hook_name in _REGISTRATION_HOOKS:
+            caller = getattr(pm.hook, hook_name)
+            for impl in caller.get_hookimpls():
+                if impl.plugin is obj:
+                    kwargs = {"register": batch.for_hookspec(hook_name)}
+                    impl.function(**{k: kwargs[k] for k in impl.argnames})
+        registry._commit(batch)
+        info.kinds = batch.describe()
+    except Exception as exc:
+        pm.unregister(obj)
+        where = "" if isinstance(exc, PluginError) else f"{type(exc).__name__}: "
+        return _fail(registry, info, f"registration failed: {where}{exc}")
+    return info
+
+
+def _check_hookimpls(registry: Registry, obj: Any) -> list[str]:
+    """The seams ``obj`` implements; unknown hook names and wrappers are errors."""
+    pm = registry.plugin_manager
+    seams: list[str] = []
+    for attr in dir(obj):
+        opts = pm.parse_hookimpl_opts(obj, attr)
+        if opts is None:
+            continue
+        spec_name = opts.get("specname") or attr
+        if not hasattr(pm.hook, spec_name) or getattr(pm.hook, spec_name).spec is None:
+            raise PluginError(
+                f"{attr!r} is marked @seamkit.hookimpl but there is no hookspec of that name",
+                hint="the seams are: " + ", ".join(sorted(_SEAMS)),
+            )
+        if spec_name in _SEAMS:
+            if opts.get("wrapper") or opts.get("hookwrapper"):
+                raise PluginError(
+                    f"{attr!r}: seam hookimpls cannot be wrappers; return a flow instead"
+                )
+            seams.append(spec_name)
+    return sorted(seams)
+
+
+def _fail(registry: Registry, info: PluginInfo, error: str) -> PluginInfo:
+    info.error = error
+    registry.plugins[info.name] = info
+    label = info.distribution or info.name
+    version = f" {info.version}" if info.version else ""
+    log.warning("seamkit plugin %r (%s%s) failed to load: %s", info.name, label, version, error)
+    return info
+
+
+def _own_version() -> str:
+    from ._version import __version__
+
+    return __version__
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, loading the plugins on first use."""
+    global _registry
+    if _registry is None:
+        with _lock:
+            if _registry is None:
+                _registry = load_plugins()
+    return _registry
+
+
+def reset_registry(registry: Registry | None = None) -> None:
+    """Forget the process-wide registry (the next use loads again), or set it."""
+    global _registry
+    with _lock:
+        _registry = registry

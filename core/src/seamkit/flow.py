@@ -1,0 +1,116 @@
+"""What a hook returns: frozen value types that tell the kernel how to go on.
+
+Returning ``None`` from a hookimpl means :class:`Continue`. Each event accepts
+only some flows (see :data:`seamkit.HookEvent` and the design's table); any
+other flow fails the run closed, naming the hook, the event and the flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from ._messages import Message
+    from ._patch import RequestPatch
+
+__all__ = [
+    "Continue",
+    "Fail",
+    "Flow",
+    "PatchRequest",
+    "Repair",
+    "Retry",
+    "RewriteArgs",
+    "RewriteMessages",
+    "RewriteResult",
+    "Skip",
+    "Terminate",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Go on as if the hook were not there."""
+
+
+@dataclass(frozen=True, slots=True)
+class PatchRequest:
+    """Change this turn's model request (``on_pre_llm``); patches of all hooks merge."""
+
+    patch: RequestPatch
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteMessages:
+    """Replace the run's input messages (``on_request_start``)."""
+
+    messages: Sequence[Message]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", tuple(self.messages))
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteArgs:
+    """Replace a tool call's arguments before the tool runs (``on_pre_tool_use``)."""
+
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteResult:
+    """Replace the content of a tool's result (``on_post_tool_use``)."""
+
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Do not run the tool; ``reason`` is what the model receives as its result."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Terminate:
+    """End the run on purpose, as ``terminated``."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Tell the model what was wrong with its call and let it try again."""
+
+    feedback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """Replace an invalid call with this tool name and arguments."""
+
+    tool_name: str
+    arguments: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """End the run as ``failed`` (an error, unlike :class:`Terminate`)."""
+
+    reason: str
+
+
+Flow: TypeAlias = (
+    Continue
+    | PatchRequest
+    | RewriteMessages
+    | RewriteArgs
+    | RewriteResult
+    | Skip
+    | Terminate
+    | Retry
+    | Repair
+    | Fail
+)

@@ -1,0 +1,172 @@
+"""Plugins are real distributions: build them, pip-install them into a fresh
+virtual environment, and see them through the `seamkit` command.
+
+One environment serves every check here (installing is the slow part).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_DISTS, ROOT
+
+pytestmark = pytest.mark.slow
+
+
+class Env:
+    """A fresh virtual environment with seamkit and some plugins pip-installed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bin = path / "bin"
+
+    def pip(self, *args: str) -> None:
+        subprocess.run(
+            [
+                str(self.bin / "python"),
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                *args,
+            ],
+            check=True,
+        )
+
+    def seamkit(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("SEAMKIT_", "VIRTUAL_ENV", "PYTHON"))
+        }
+        full_env.update(env or {})
+        return subprocess.run(
+            [str(self.bin / "seamkit"), *args],
+            capture_output=True,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            timeout=120,
+        )
+
+
+@pytest.fixture(scope="module")
+def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    path = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    env = Env(path)
+    env.pip(
+        str(ROOT / "core"),
+        str(ROOT / "plugins" / "refresh-ttl"),
+        *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
+    )
+    yield env
+
+
+def test_installed_plugin_appears_in_plugins(fresh_env: Env) -> None:
+    out = fresh_env.seamkit("plugins", "--json")
+    assert out.returncode == 0, out.stderr
+    plugins = {p["name"]: p for p in json.loads(out.stdout)}
+    note = plugins["note"]
+    assert (note["distribution"], note["version"]) == ("seamkit-fixture-note", "1.2.3")
+    assert note["kinds"] == ["hook:note"] and note["hookimpls"] == ["on_completion"]
+    assert note["error"] is None
+    assert plugins["ttl"]["kinds"] == ["refresh:ttl"]
+    assert "ModuleNotFoundError" in plugins["broken"]["error"]
+    assert "already registered by plugin 'ttl'" in plugins["ttl_dupe"]["error"]
+    assert "__seamkit_api__ = 2" in plugins["future"]["error"]
+
+
+def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:
+    out = fresh_env.seamkit("plugins")
+    assert out.returncode == 0
+    assert "seamkit-fixture-note" in out.stdout and "hook:note" in out.stdout
+    assert "load errors:" in out.stdout and "broken (seamkit-fixture-broken 0.0.1)" in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_installed_kind_is_in_the_schema(fresh_env: Env) -> None:
+    out = fresh_env.seamkit("schema")
+    assert out.returncode == 0, out.stderr
+    schema = json.loads(out.stdout)
+    assert "NoteConfig" in schema["$defs"] and "TTLRefresh" in schema["$defs"]
+    note = schema["$defs"]["NoteConfig"]
+    assert note["properties"]["kind"]["const"] == "note"
+    assert "text" in note["required"]
+
+
+def test_validate_accepts_the_installed_kind(fresh_env: Env, tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text(
+        "name: demo\nmodel: scripted:script.yaml\nhooks:\n"
+        "  - kind: note\n    event: on_request_start\n    text: be brief\n"
+        "    refresh_condition: {kind: ttl, ttl_minutes: 5}\n"
+    )
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 0, out.stderr
+    assert "ok" in out.stdout
+
+
+def test_validate_reports_every_error_with_its_location(fresh_env: Env, tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text(
+        "name: demo\nmodel: scripted:script.yaml\nhooks:\n"
+        "  - kind: note\n    event: on_pre_llm\n    text: be brief\n"
+        "  - kind: broken\n    event: on_pre_llm\n"
+    )
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 1
+    assert f"{app}:5:12: hooks[0].event: hook kind 'note' does not support" in out.stderr
+    assert (
+        f"{app}:7:11: hooks[1].kind: unknown hook kind 'broken'; it belongs to plugin "
+        "'broken'" in out.stderr
+    )
+    assert f"{app}: 2 errors" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_enable_and_disable_variables(fresh_env: Env) -> None:
+    only = json.loads(
+        fresh_env.seamkit("plugins", "--json", env={"SEAMKIT_PLUGINS": "note"}).stdout
+    )
+    assert {p["name"] for p in only} == {"seamkit", "note"}
+    without = json.loads(
+        fresh_env.seamkit("plugins", "--json", env={"SEAMKIT_DISABLE_PLUGINS": "broken"}).stdout
+    )
+    assert "broken" not in {p["name"] for p in without}
+
+
+def test_user_mistakes_are_one_line_and_a_hint(fresh_env: Env, tmp_path: Path) -> None:
+    out = fresh_env.seamkit("validate", str(tmp_path / "missing.yaml"))
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("WARNING: seamkit plugin 'broken' (seamkit-fixture-broken 0.0.1)")
+    assert f"no such file: {tmp_path / 'missing.yaml'}" in lines
+    assert "  hint: check the path to the app manifest" in lines
+    assert "Traceback" not in out.stderr
+    version = fresh_env.seamkit("--version")
+    assert version.stdout.strip() == "seamkit, version 0.1.0"
+
+
+def test_pip_install_core_and_plugin_without_workspace(fresh_env: Env) -> None:
+    code = (
+        "import seamkit, seamkit_refresh_ttl, datetime as d; "
+        "now = d.datetime(2026, 1, 1, tzinfo=d.timezone.utc); "
+        "print(seamkit_refresh_ttl.TTLRefresh(ttl_minutes=90).expiry(now).isoformat())"
+    )
+    out = subprocess.run(
+        [str(fresh_env.bin / "python"), "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "2026-01-01T01:30:00+00:00"
+    assert sys.executable != str(fresh_env.bin / "python")

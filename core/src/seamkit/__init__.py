@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ._app import AppConfig, Settings
     from ._config import AnyRefreshCondition, HookConfig, KindConfig, RefreshCondition, ToolConfig
     from ._context import ActionContext, HookContext, Scratchpad
+    from ._dispatch import ConfiguredHook, Dispatched, HookStack
     from ._errors import HookError, ManifestError, PluginError, Problem, SeamkitError
     from ._events import HookEvent
     from ._function_kind import FunctionToolConfig
@@ -49,7 +50,9 @@ __all__ = [
     "AppConfig",
     "Cancelled",
     "Completed",
+    "ConfiguredHook",
     "Diagnostic",
+    "Dispatched",
     "Document",
     "Failed",
     "FunctionCall",
@@ -58,6 +61,7 @@ __all__ = [
     "HookContext",
     "HookError",
     "HookEvent",
+    "HookStack",
     "KindConfig",
     "KindInfo",
     "ManifestError",
@@ -114,6 +118,9 @@ _LAZY: dict[str, str] = {
     "Problem": "._errors",
     "SeamkitError": "._errors",
     "HookEvent": "._events",
+    "ConfiguredHook": "._dispatch",
+    "Dispatched": "._dispatch",
+    "HookStack": "._dispatch",
     "FunctionToolConfig": "._function_kind",
     "get_registry": "._loader",
     "load_plugins": "._loader",

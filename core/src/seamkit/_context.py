@@ -127,13 +127,15 @@ class HookContext:
 
     ``turn`` is 1-based (0 before the first model call); ``tools`` maps the
     agent's resolved tools by final name, so a hook can call one; ``now()``
-    reads the agent's clock.
+    reads the agent's clock; ``diagnostics`` collects the run's
+    :class:`seamkit.Diagnostic` records (a hook may add its own).
     """
 
     __slots__ = (
         "_clock",
         "action_context",
         "agent_name",
+        "diagnostics",
         "is_streaming",
         "run_id",
         "scratchpad",
@@ -161,6 +163,7 @@ class HookContext:
         self._clock = clock
         self.turn = turn
         self.scratchpad = scratchpad if scratchpad is not None else Scratchpad()
+        self.diagnostics: list[Any] = []
 
     def now(self) -> datetime:
         """The current time from the agent's clock (an aware datetime)."""

@@ -41,8 +41,9 @@ class RequestPatch:
     active_tools: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
+        # Adding nothing is not setting: empty additions normalise to "not set".
         if self.extra_context is not None:
-            object.__setattr__(self, "extra_context", tuple(self.extra_context))
+            object.__setattr__(self, "extra_context", tuple(self.extra_context) or None)
         if self.history is not None:
             object.__setattr__(self, "history", tuple(self.history))
         if self.active_tools is not None:
@@ -50,8 +51,9 @@ class RequestPatch:
                 raise TypeError("active_tools takes a list of tool names, not one string")
             object.__setattr__(self, "active_tools", _dedupe(self.active_tools))
         if self.additional_params is not None:
+            params = dict(self.additional_params)
             object.__setattr__(
-                self, "additional_params", MappingProxyType(dict(self.additional_params))
+                self, "additional_params", MappingProxyType(params) if params else None
             )
 
     def __or__(self, later: RequestPatch) -> RequestPatch:

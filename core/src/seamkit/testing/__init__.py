@@ -1,5 +1,57 @@
-"""Tools for testing seamkit plugins and apps (extra ``seamkit[testing]``)."""
+"""Tools for testing seamkit plugins and apps (extra ``seamkit[testing]``).
+
+- :func:`run_event` / :func:`arun_event`: drive a list of hooks through one
+  event without an agent, and get the net flow back.
+- :func:`scripted_hook`: a hook that returns (or raises) what you tell it.
+- :mod:`seamkit.testing.strategies`: hypothesis strategies for messages, tool
+  calls, histories, documents and request patches.
+- :func:`check_patch_laws` and :func:`check_hook_composes`: ready property
+  checks, one line each in a plugin author's test.
+
+Hypothesis is imported only when strategies or checks are used.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._checks import check_hook_composes, check_patch_laws
+    from ._harness import Opaque, arun_event, make_context, run_event, scripted_hook
+
+__all__ = [
+    "Opaque",
+    "arun_event",
+    "check_hook_composes",
+    "check_patch_laws",
+    "make_context",
+    "run_event",
+    "scripted_hook",
+    "strategies",
+]
+
+_LAZY = {
+    "Opaque": "._harness",
+    "arun_event": "._harness",
+    "make_context": "._harness",
+    "run_event": "._harness",
+    "scripted_hook": "._harness",
+    "check_hook_composes": "._checks",
+    "check_patch_laws": "._checks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "strategies":
+        value: Any = importlib.import_module(".strategies", __name__)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    else:
+        raise AttributeError(f"module 'seamkit.testing' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,0 +1,493 @@
+"""The dispatcher: runs the hooks of one event and combines their flows.
+
+The hook list per event is built once: plugin-wide hookimpls from the global
+plugin manager in pluggy's call order, then configured hook instances in
+manifest order (each only at its own event), then hook objects passed in code.
+Whether a hookimpl is async, which arguments it takes and how it is guarded
+are all decided then, so a dispatch is a tight loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import flow as F
+from ._config import OnError
+from ._errors import HookError, PluginError
+from ._events import EVENTS, Composition, HookEvent
+from ._hookref import HookRef, compile_match
+from ._markers import PROJECT, hookimpl
+from ._patch import LAST_WRITER_WINS, RequestPatch
+from ._results import Diagnostic
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from ._config import HookConfig
+    from ._context import HookContext
+
+__all__ = ["ConfiguredHook", "Dispatched", "Dispatcher", "HookStack", "impls_of"]
+
+log = logging.getLogger("seamkit")
+
+CONTINUE = F.Continue()
+_IMPL_ATTR = f"{PROJECT}_impl"
+
+
+class Dispatched(NamedTuple):
+    """What one event's hooks decided: the net ``flow`` and the ``hook`` that
+    ended the dispatch (``None`` when no single hook did)."""
+
+    flow: Any
+    hook: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfiguredHook:
+    """A hook instance built from a manifest entry: dispatched only at its event."""
+
+    config: HookConfig
+    hook: object
+    name: str
+
+
+class _Impl:
+    """One hookimpl, prepared for fast calls."""
+
+    __slots__ = ("fn", "is_async", "matcher", "picks", "ref", "simple")
+
+    def __init__(self, fn: Callable[..., Any], ref: HookRef, event: HookEvent) -> None:
+        spec_args = EVENTS[event].args
+        names = _argnames(fn)
+        unknown = [n for n in names if n not in spec_args]
+        if unknown:
+            raise PluginError(
+                f"hook {ref.name!r}: {event.value} takes no argument {unknown[0]!r}",
+                hint=f"{event.value} arguments are: {', '.join(spec_args)}",
+            )
+        self.fn = fn
+        self.ref = ref
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.picks: tuple[int, ...] | None = (
+            None if tuple(names) == spec_args else tuple(spec_args.index(n) for n in names)
+        )
+        self.matcher = compile_match(ref.match) if EVENTS[event].tool_event else None
+        self.simple = not self.is_async and ref.timeout_seconds is None
+
+
+def _argnames(fn: Callable[..., Any]) -> list[str]:
+    params = inspect.signature(fn).parameters.values()
+    return [
+        p.name
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is p.empty
+        and p.name != "self"
+    ]
+
+
+def impls_of(obj: object) -> dict[HookEvent, Callable[..., Any]]:
+    """The seam hookimpls of a hook object, by event (methods marked ``@hookimpl``)."""
+    found: dict[HookEvent, Callable[..., Any]] = {}
+    for event in HookEvent:
+        method = getattr(obj, event.value, None)
+        if method is not None and getattr(method, _IMPL_ATTR, None) is not None:
+            found[event] = method
+    return found
+
+
+def _policy_for(event: HookEvent, on_error: OnError) -> OnError:
+    return "skip" if event == HookEvent.ON_COMPLETION else on_error
+
+
+class Dispatcher:
+    """Runs each event's hooks with the event's composition mode.
+
+    Build one per agent: ``Dispatcher(plugin_manager, configured, hooks)``.
+    The lists are fixed at construction; dispatch never re-reads them.
+    """
+
+    def __init__(
+        self,
+        plugin_manager: pluggy.PluginManager | None = None,
+        hooks: Sequence[object] = (),
+    ) -> None:
+        lists: dict[HookEvent, list[_Impl]] = {e: [] for e in HookEvent}
+        if plugin_manager is not None:
+            for event in HookEvent:
+                caller = getattr(plugin_manager.hook, event.value, None)
+                if caller is None:
+                    continue
+                for impl in reversed(caller.get_hookimpls()):
+                    name = plugin_manager.get_name(impl.plugin) or repr(impl.plugin)
+                    ref = HookRef(name, "plugin", on_error=_policy_for(event, "fail"))
+                    lists[event].append(_Impl(impl.function, ref, event))
+        for hook in hooks:
+            for event, items in _prepare(hook):
+                lists[event].extend(items)
+        self._lists: dict[HookEvent, tuple[_Impl, ...]] = {e: tuple(v) for e, v in lists.items()}
+
+    def hooks_at(self, event: HookEvent) -> tuple[HookRef, ...]:
+        """The hooks dispatched at ``event``, in call order."""
+        return tuple(i.ref for i in self._lists[HookEvent(event)])
+
+    def has_hooks(self, event: HookEvent) -> bool:
+        """Whether any hook listens at ``event``."""
+        return bool(self._lists[event])
+
+    # --- calling one hookimpl ---------------------------------------------
+
+    async def _call(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
+        picked = args if impl.picks is None else tuple(args[i] for i in impl.picks)
+        timeout = impl.ref.timeout_seconds
+        try:
+            if impl.is_async:
+                coro = impl.fn(*picked)
+                result = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
+            elif timeout is not None:
+                result = await asyncio.wait_for(asyncio.to_thread(impl.fn, *picked), timeout)
+            else:
+                result = impl.fn(*picked)
+        except TimeoutError:
+            return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
+        except Exception as exc:
+            return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+        return result
+
+    def _failed(
+        self, impl: _Impl, event: HookEvent, ctx: Any, what: str, exc: BaseException | None
+    ) -> Any:
+        name = impl.ref.name
+        if impl.ref.on_error == "fail":
+            raise HookError(
+                f"hook {name!r} failed at {event.value}: {what}",
+                hook=name,
+                event=event.value,
+                hint="set on_error: skip on the hook to log and go on",
+            ) from exc
+        log.warning("hook %r failed at %s (skipped): %s", name, event.value, what)
+        _diagnose(
+            ctx, "hook_skipped", f"hook {name!r} failed and was skipped: {what}", event, (name,)
+        )
+        return None
+
+    @staticmethod
+    def _bad_flow(impl: _Impl, event: HookEvent, result: Any) -> HookError:
+        flow_name = type(result).__name__
+        allowed = ", ".join(t.__name__ for t in EVENTS[event].flows)
+        return HookError(
+            f"hook {impl.ref.name!r} returned {flow_name} at {event.value}, which accepts "
+            f"only {allowed}",
+            hook=impl.ref.name,
+            event=event.value,
+            flow=flow_name,
+        )
+
+    # --- composition ------------------------------------------------------
+
+    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: Any) -> Dispatched:
+        """Run ``event``'s hooks with arguments ``(ctx, *args)``; return the net flow."""
+        impls = self._lists[event]
+        if not impls:
+            return Dispatched(CONTINUE)
+        mode = EVENTS[event].composition
+        full = (ctx, *args)
+        if mode is Composition.FIRST:
+            return await self._first(event, impls, full)
+        if mode is Composition.CHAIN:
+            return await self._chain(event, impls, full)
+        if mode is Composition.ACCUMULATE:
+            return await self._accumulate(event, impls, full)
+        await self._all(event, impls, full)
+        return Dispatched(CONTINUE)
+
+    def _skip_unmatched(self, impl: _Impl, args: tuple[Any, ...]) -> bool:
+        return impl.matcher is not None and impl.matcher(args[1].name) is None
+
+    async def _first(
+        self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
+    ) -> Dispatched:
+        accepted = EVENTS[event].flows
+        for impl in impls:
+            if impl.matcher is not None and self._skip_unmatched(impl, args):
+                continue
+            if impl.simple:
+                try:
+                    result = (
+                        impl.fn(*args)
+                        if impl.picks is None
+                        else impl.fn(*(args[i] for i in impl.picks))
+                    )
+                except Exception as exc:
+                    result = self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+            else:
+                result = await self._call(impl, event, args)
+            if result is None:
+                continue
+            if type(result) not in accepted:
+                raise self._bad_flow(impl, event, result)
+            if type(result) is not F.Continue:
+                return Dispatched(result, impl.ref.name)
+        return Dispatched(CONTINUE)
+
+    async def _chain(
+        self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
+    ) -> Dispatched:
+        accepted = EVENTS[event].flows
+        rewritten: Any = None
+        current = list(args)
+        for impl in impls:
+            if impl.matcher is not None and self._skip_unmatched(impl, args):
+                continue
+            call_args = tuple(current)
+            if impl.simple:
+                try:
+                    result = (
+                        impl.fn(*call_args)
+                        if impl.picks is None
+                        else impl.fn(*(call_args[i] for i in impl.picks))
+                    )
+                except Exception as exc:
+                    result = self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+            else:
+                result = await self._call(impl, event, call_args)
+            if result is None:
+                continue
+            kind = type(result)
+            if kind not in accepted:
+                raise self._bad_flow(impl, event, result)
+            if kind is F.Continue:
+                continue
+            if kind is F.Skip or kind is F.Terminate:
+                return Dispatched(result, impl.ref.name)
+            rewritten = result
+            _thread(event, current, result)
+        return Dispatched(rewritten if rewritten is not None else CONTINUE)
+
+    async def _accumulate(
+        self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
+    ) -> Dispatched:
+        accepted = EVENTS[event].flows
+        merged: RequestPatch | None = None
+        writers: dict[str, str] = {}
+        narrowers: list[str] = []
+        for impl in impls:
+            result = (
+                await self._call(impl, event, args)
+                if not impl.simple
+                else (self._call_simple(impl, event, args))
+            )
+            if result is None:
+                continue
+            kind = type(result)
+            if kind not in accepted:
+                raise self._bad_flow(impl, event, result)
+            if kind is F.Terminate:
+                return Dispatched(result, impl.ref.name)
+            if kind is F.PatchRequest:
+                patch = result.patch
+                _note_writers(args[0], event, impl.ref.name, patch, writers, narrowers)
+                merged = patch if merged is None else merged | patch
+        if merged is None or merged.is_empty():
+            return Dispatched(CONTINUE)
+        if merged.active_tools is not None and not merged.active_tools:
+            message = "active_tools came out empty: no tool is advertised this turn"
+            log.warning("%s (set by %s)", message, ", ".join(narrowers))
+            _diagnose(args[0], "active_tools_empty", message, event, tuple(narrowers))
+        return Dispatched(F.PatchRequest(merged))
+
+    def _call_simple(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
+        try:
+            if impl.picks is None:
+                return impl.fn(*args)
+            return impl.fn(*(args[i] for i in impl.picks))
+        except Exception as exc:
+            return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+
+    async def _all(self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]) -> None:
+        for impl in impls:
+            try:
+                result = await self._call(impl, event, args)
+            except HookError as exc:  # a policy cannot fail the run here
+                log.warning("%s", exc.message)
+                _diagnose(args[0], "hook_skipped", exc.message, event, (impl.ref.name,))
+                continue
+            if result is not None and type(result) is not F.Continue:
+                message = (
+                    f"hook {impl.ref.name!r} returned {type(result).__name__} at "
+                    f"{event.value}, which accepts only Continue; ignored"
+                )
+                log.warning("%s", message)
+                _diagnose(args[0], "flow_ignored", message, event, (impl.ref.name,))
+
+
+def _thread(event: HookEvent, current: list[Any], result: Any) -> None:
+    """Feed a chained rewrite into the arguments the next hook sees."""
+    kind = type(result)
+    if kind is F.RewriteMessages:
+        current[1] = tuple(result.messages)
+    elif kind is F.RewriteArgs:
+        current[1] = current[1].model_copy(update={"arguments": dict(result.arguments)})
+    elif kind is F.RewriteResult:
+        current[2] = current[2].model_copy(update={"content": result.content})
+
+
+def _note_writers(
+    ctx: Any,
+    event: HookEvent,
+    hook: str,
+    patch: RequestPatch,
+    writers: dict[str, str],
+    narrowers: list[str],
+) -> None:
+    for name in LAST_WRITER_WINS:
+        if getattr(patch, name) is None:
+            continue
+        earlier = writers.get(name)
+        if earlier is not None and earlier != hook:
+            message = f"hooks {earlier!r} and {hook!r} both set {name}; {hook!r} wins"
+            log.warning("%s", message)
+            _diagnose(ctx, "patch_conflict", message, event, (earlier, hook))
+        writers[name] = hook
+    if patch.active_tools is not None:
+        narrowers.append(hook)
+
+
+def _diagnose(ctx: Any, code: str, message: str, event: HookEvent, hooks: tuple[str, ...]) -> None:
+    sink = getattr(ctx, "diagnostics", None)
+    if sink is not None:
+        sink.append(
+            Diagnostic(
+                code=code,
+                message=message,
+                event=event.value,
+                hooks=hooks,
+                turn=getattr(ctx, "turn", None),
+            )
+        )
+
+
+def _prepare(hook: object) -> Iterable[tuple[HookEvent, list[_Impl]]]:
+    """The prepared impls of one hook: a configured entry (its event only), a
+    stack (its members, flattened), or a hook object (every marked method)."""
+    if isinstance(hook, ConfiguredHook):
+        yield from _prepare_configured(hook)
+        return
+    if isinstance(hook, HookStack):
+        for event in HookEvent:
+            yield event, list(hook._dispatcher._lists[event])
+        return
+    found = impls_of(hook)
+    if not found:
+        raise PluginError(
+            f"{type(hook).__name__} has no method marked @seamkit.hookimpl for any event",
+            hint="mark methods named after events, e.g. on_pre_llm, with @seamkit.hookimpl",
+        )
+    name = str(getattr(hook, "name", None) or type(hook).__name__)
+    timeout = getattr(hook, "timeout_seconds", None)
+    on_error: OnError = getattr(hook, "on_error", None) or "fail"
+    match = getattr(hook, "match", None)
+    for event, method in found.items():
+        ref = HookRef(
+            name,
+            "code",
+            timeout_seconds=timeout,
+            on_error=_policy_for(event, on_error),
+            match=tuple(match) if match is not None else None,
+        )
+        yield event, [_Impl(method, ref, event)]
+
+
+def _prepare_configured(entry: ConfiguredHook) -> Iterable[tuple[HookEvent, list[_Impl]]]:
+    config = entry.config
+    event = HookEvent(config.event)
+    if isinstance(entry.hook, HookStack):
+        yield event, list(entry.hook._dispatcher._lists[event])
+        return
+    method = getattr(entry.hook, event.value, None)
+    if method is None or not callable(method):
+        raise PluginError(
+            f"hook {entry.name!r} ({config.kind}) is configured on {event.value}, but "
+            f"{type(entry.hook).__name__} has no {event.value} method",
+            hint="the kind's factory must return an object with a hookimpl for the event",
+        )
+    ref = HookRef(
+        entry.name,
+        "configured",
+        timeout_seconds=config.timeout_seconds,
+        on_error=config.error_policy,
+        match=tuple(config.match) if config.match is not None else None,
+    )
+    yield event, [_Impl(method, ref, event)]
+
+
+class HookStack:
+    """Several hooks combined into one; a stack behaves exactly as its members
+    inlined (nested = flat).
+
+    Pass hook objects (anything with ``@seamkit.hookimpl`` methods named after
+    events), other stacks, or :class:`ConfiguredHook` entries. Used as a hook,
+    each event method returns the stack's net flow.
+    """
+
+    def __init__(self, hooks: Sequence[object] = (), *, name: str | None = None) -> None:
+        self.name = name or "HookStack"
+        self._dispatcher = Dispatcher(hooks=hooks)
+
+    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: Any) -> Dispatched:
+        """Run the stack's hooks at ``event``; the net flow and the deciding hook."""
+        return await self._dispatcher.dispatch(HookEvent(event), ctx, *args)
+
+    async def _net(self, event: HookEvent, ctx: HookContext, *args: Any) -> Any:
+        flow = (await self._dispatcher.dispatch(event, ctx, *args)).flow
+        return None if type(flow) is F.Continue else flow
+
+    @hookimpl
+    async def on_request_start(self, ctx: HookContext, messages: Any) -> Any:
+        """Net flow of the members at ``on_request_start``."""
+        return await self._net(HookEvent.ON_REQUEST_START, ctx, messages)
+
+    @hookimpl
+    async def on_pre_llm(self, ctx: HookContext, request: Any) -> Any:
+        """Net flow of the members at ``on_pre_llm``."""
+        return await self._net(HookEvent.ON_PRE_LLM, ctx, request)
+
+    @hookimpl
+    async def on_model_turn_finished(self, ctx: HookContext, turn: Any) -> Any:
+        """Net flow of the members at ``on_model_turn_finished``."""
+        return await self._net(HookEvent.ON_MODEL_TURN_FINISHED, ctx, turn)
+
+    @hookimpl
+    async def on_pre_tool_use(self, ctx: HookContext, call: Any) -> Any:
+        """Net flow of the members at ``on_pre_tool_use``."""
+        return await self._net(HookEvent.ON_PRE_TOOL_USE, ctx, call)
+
+    @hookimpl
+    async def on_post_tool_use(self, ctx: HookContext, call: Any, result: Any) -> Any:
+        """Net flow of the members at ``on_post_tool_use``."""
+        return await self._net(HookEvent.ON_POST_TOOL_USE, ctx, call, result)
+
+    @hookimpl
+    async def on_invalid_tool_call(
+        self, ctx: HookContext, call: Any, error: str, available_tools: Any
+    ) -> Any:
+        """Net flow of the members at ``on_invalid_tool_call``."""
+        return await self._net(HookEvent.ON_INVALID_TOOL_CALL, ctx, call, error, available_tools)
+
+    @hookimpl
+    async def on_iteration_end(self, ctx: HookContext, messages: Any) -> Any:
+        """Net flow of the members at ``on_iteration_end``."""
+        return await self._net(HookEvent.ON_ITERATION_END, ctx, messages)
+
+    @hookimpl
+    async def on_completion(self, ctx: HookContext, result: Any) -> Any:
+        """Run every member at ``on_completion``."""
+        return await self._net(HookEvent.ON_COMPLETION, ctx, result)
+
+    def __repr__(self) -> str:
+        return f"HookStack({self.name!r})"

@@ -1,0 +1,180 @@
+"""Hypothesis strategies for seamkit's types (needs ``seamkit[testing]``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from .. import flow as F
+from .._events import EVENTS, HookEvent
+from .._messages import Document, Message, MessageToolCall
+from .._patch import RequestPatch
+from .._results import ModelRequest, ToolCall, ToolResult, ToolSpec
+
+__all__ = [
+    "documents",
+    "event_arguments",
+    "flows",
+    "histories",
+    "json_values",
+    "messages",
+    "model_requests",
+    "request_patches",
+    "tool_calls",
+    "tool_names",
+    "tool_results",
+]
+
+_text = st.text(max_size=40)
+
+tool_names = st.from_regex(r"[a-zA-Z_][a-zA-Z0-9_-]{0,15}", fullmatch=True)
+"""Tool names that match the kernel's name grammar."""
+
+json_values: st.SearchStrategy[Any] = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**31), 2**31) | _text,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+"""JSON-compatible values (no floats, so equality survives a round-trip)."""
+
+_arguments = st.dictionaries(st.text(max_size=8), json_values, max_size=4)
+
+
+@st.composite
+def tool_calls(draw: st.DrawFn, names: st.SearchStrategy[str] = tool_names) -> ToolCall:
+    """Parsed tool calls with JSON-object arguments."""
+    args = draw(_arguments)
+    return ToolCall(
+        id="call_" + draw(st.from_regex(r"[a-z0-9]{1,12}", fullmatch=True)),
+        name=draw(names),
+        arguments=args,
+        raw_arguments=json.dumps(args),
+        index=draw(st.integers(0, 7)),
+    )
+
+
+def tool_results() -> st.SearchStrategy[ToolResult]:
+    """Tool results, errors among them."""
+    return st.builds(
+        ToolResult,
+        call_id=st.just("call_x"),
+        content=_text,
+        is_error=st.booleans(),
+        raised=st.booleans(),
+    )
+
+
+def documents() -> st.SearchStrategy[Document]:
+    """Context documents."""
+    return st.builds(Document, id=st.from_regex(r"[a-z]{1,6}", fullmatch=True), text=_text)
+
+
+def messages() -> st.SearchStrategy[Message]:
+    """Single messages of every role (tool messages answer a made-up id)."""
+    return st.one_of(
+        _text.map(Message.system),
+        _text.map(Message.user),
+        _text.map(Message.assistant),
+        st.builds(Message.tool, st.from_regex(r"call_[a-z0-9]{1,8}", fullmatch=True), _text),
+    )
+
+
+@st.composite
+def histories(draw: st.DrawFn, max_turns: int = 4) -> tuple[Message, ...]:
+    """Well-formed conversations: a system message maybe, then user turns, each
+    answered by text or by tool calls whose results follow."""
+    out: list[Message] = []
+    if draw(st.booleans()):
+        out.append(Message.system(draw(_text)))
+    for turn in range(draw(st.integers(0, max_turns))):
+        out.append(Message.user(draw(_text)))
+        calls = draw(st.lists(tool_calls(), max_size=3))
+        if calls:
+            wire = [
+                MessageToolCall.make(f"call_{turn}_{i}", c.name, c.arguments)
+                for i, c in enumerate(calls)
+            ]
+            out.append(Message.assistant("", wire))
+            out.extend(Message.tool(w.id, draw(_text)) for w in wire)
+        out.append(Message.assistant(draw(_text)))
+    return tuple(out)
+
+
+_LETTERS = st.sampled_from(["a", "b", "c", "d", "e"])
+
+
+def request_patches(tools: st.SearchStrategy[str] = _LETTERS) -> st.SearchStrategy[RequestPatch]:
+    """Request patches with any subset of fields set."""
+
+    def maybe(s: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return st.none() | s
+
+    return st.builds(
+        RequestPatch,
+        extra_context=maybe(st.lists(documents(), max_size=3).map(tuple)),
+        additional_params=maybe(
+            st.dictionaries(st.sampled_from("pqrs"), st.integers(), max_size=3)
+        ),
+        preamble=maybe(_text),
+        temperature=maybe(st.sampled_from([0.0, 0.5, 1.0])),
+        max_tokens=maybe(st.integers(1, 4096)),
+        tool_choice=maybe(st.sampled_from(["auto", "none", "required", "a"])),
+        history=maybe(st.lists(messages(), max_size=3).map(tuple)),
+        active_tools=maybe(st.lists(tools, max_size=5).map(tuple)),
+    )
+
+
+def model_requests() -> st.SearchStrategy[ModelRequest]:
+    """Model requests advertising some of the tools a..e."""
+    return st.builds(
+        ModelRequest,
+        messages=histories(),
+        preamble=st.none() | _text,
+        extra_context=st.lists(documents(), max_size=2).map(tuple),
+        tools=st.lists(st.sampled_from("abcde"), unique=True, max_size=5).map(
+            lambda names: tuple(ToolSpec(name=n) for n in names)
+        ),
+    )
+
+
+def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
+    """Flows that ``event`` accepts (``None`` among them, meaning Continue)."""
+    accepted = EVENTS[HookEvent(event)].flows
+    reason = st.text(min_size=1, max_size=10)
+    options: dict[type, st.SearchStrategy[Any]] = {
+        F.Continue: st.just(F.Continue()) | st.none(),
+        F.PatchRequest: request_patches().map(F.PatchRequest),
+        F.RewriteMessages: st.lists(messages(), max_size=3).map(F.RewriteMessages),
+        F.RewriteArgs: _arguments.map(F.RewriteArgs),
+        F.RewriteResult: _text.map(F.RewriteResult),
+        F.Skip: reason.map(F.Skip),
+        F.Terminate: reason.map(F.Terminate),
+        F.Retry: st.builds(F.Retry, st.none() | reason),
+        F.Repair: st.builds(F.Repair, tool_names, st.none() | _arguments),
+        F.Fail: reason.map(F.Fail),
+    }
+    return st.one_of(*(options[t] for t in accepted))
+
+
+def event_arguments(event: HookEvent | str) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Arguments (after ``ctx``) for a dispatch of ``event``."""
+    from .._results import ModelTurn, RunResult
+
+    e = HookEvent(event)
+    if e in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):
+        return histories().map(lambda h: (h,))
+    if e == HookEvent.ON_PRE_LLM:
+        return model_requests().map(lambda r: (r,))
+    if e == HookEvent.ON_MODEL_TURN_FINISHED:
+        return _text.map(lambda t: (ModelTurn(message=Message.assistant(t)),))
+    if e == HookEvent.ON_PRE_TOOL_USE:
+        return tool_calls().map(lambda c: (c,))
+    if e == HookEvent.ON_POST_TOOL_USE:
+        return st.tuples(tool_calls(), tool_results())
+    if e == HookEvent.ON_INVALID_TOOL_CALL:
+        return st.tuples(tool_calls(), _text, st.lists(tool_names, max_size=3).map(tuple))
+    return _text.map(lambda t: (RunResult(output=t),))

@@ -6,10 +6,10 @@ import asyncio
 import logging
 import threading
 import time
+from datetime import UTC
 
 import pluggy
 import pytest
-
 import seamkit
 from seamkit import (
     ConfiguredHook,
@@ -201,7 +201,9 @@ def test_a_flow_the_event_does_not_accept_fails_closed_naming_everything() -> No
 
 def test_on_error_fail_names_the_hook_and_skip_logs_and_goes_on(caplog) -> None:  # type: ignore[no-untyped-def]
     boom = scripted_hook(E.ON_PRE_TOOL_USE, raises=ValueError("bad"), name="strict")
-    with pytest.raises(HookError, match="hook 'strict' failed at on_pre_tool_use: ValueError: bad"):
+    with pytest.raises(
+        HookError, match=r"hook 'strict' failed at on_pre_tool_use: ValueError: bad"
+    ):
         run_event([boom], E.ON_PRE_TOOL_USE, CALL)
     ctx = make_context()
     lenient = scripted_hook(
@@ -260,7 +262,7 @@ def test_sync_hook_with_timeout_runs_in_a_worker_thread_without_does_inline() ->
 
 def test_sync_hook_timeout_under_fail_raises() -> None:
     slow = scripted_hook(E.ON_PRE_LLM, None, name="slow", delay=0.5, timeout_seconds=0.05)
-    with pytest.raises(HookError, match="timed out after 0.05s"):
+    with pytest.raises(HookError, match=r"timed out after 0\.05s"):
         run_event([slow], E.ON_PRE_LLM, REQUEST)
 
 
@@ -395,9 +397,9 @@ def test_scratchpad_operations_are_atomic_across_threads() -> None:
 
 
 def test_hook_context_fields() -> None:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    fixed = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    fixed = datetime(2026, 1, 1, tzinfo=UTC)
     ctx = make_context(agent_name="a", turn=2, properties={"user": "u1"}, clock=lambda: fixed)
     assert (ctx.agent_name, ctx.turn, ctx.is_streaming, ctx.now()) == ("a", 2, False, fixed)
     assert ctx.action_context.get("user") == "u1" and len(ctx.run_id) == 32

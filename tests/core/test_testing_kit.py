@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import seamkit
 from seamkit import HookEvent, ModelRequest, RequestPatch
 from seamkit import flow as F

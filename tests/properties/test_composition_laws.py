@@ -10,7 +10,6 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from seamkit import HookEvent, HookStack, RequestPatch
 from seamkit import flow as F
 from seamkit._dispatch import Dispatcher
@@ -131,6 +130,8 @@ def test_chain_order_equals_list_order(event: HookEvent, data: st.DataObject) ->
     stop = next((i for i, r in enumerate(results) if isinstance(r, F.Skip | F.Terminate)), None)
     expected = [f"h{i}" for i in range(len(results) if stop is None else stop + 1)]
     assert [name for name, _ in calls] == expected
+    if stop is not None:
+        assert result == (results[stop], f"h{stop}")
     # each hook saw what the previous one produced
     position = 2 if event == HookEvent.ON_POST_TOOL_USE else 1
     current = args[position - 1]

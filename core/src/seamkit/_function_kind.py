@@ -30,4 +30,5 @@ async def resolve_function_tools(config: FunctionToolConfig, agent: Any) -> list
     """Import the referenced function(s) and turn them into tools."""
     from ._tool_resolve import resolve_ref
 
-    return resolve_ref(config)
+    tools: list[Any] = resolve_ref(config)
+    return tools

@@ -96,7 +96,7 @@ def check_hook_composes(
     quick_failures = settings(
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
         report_multiple_bugs=False,
-        **({"max_examples": max_examples} if max_examples else {}),
+        max_examples=max_examples or settings().max_examples,
     )
     quick_failures(composes)()
 

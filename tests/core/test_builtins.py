@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from seamkit import FunctionToolConfig, Message, ModelRequest, SeamkitError, get_registry
 from seamkit._scripted import ScriptedModel, ScriptError
 from seamkit._tool_resolve import resolve_ref

@@ -187,9 +187,30 @@ def test_common_hook_rules(registry) -> None:  # type: ignore[no-untyped-def]
             },
             registry=registry,
         )
-    messages = [p.message for p in info.value.problems]
-    assert any("'match' is only allowed on tool events" in m for m in messages)
-    assert any("greater than 0" in m for m in messages)
+    by_path = {p.path: p for p in info.value.problems}
+    match = by_path["hooks[0].match"]
+    assert match.message == "'match' is only allowed on tool events, not on on_request_start"
+    assert "on_pre_tool_use" in (match.hint or "")
+    assert "greater than 0" in by_path["hooks[1].timeout_seconds"].message
+
+
+def test_missing_variable_is_reported_once_with_a_scheme_matching_hint(registry, monkeypatch):  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("NOPE_TURNS", raising=False)
+    monkeypatch.delenv("NOPE_KEY", raising=False)
+    with pytest.raises(ManifestError) as info:
+        AppConfig.load(
+            {
+                "name": "a",
+                "model": "scripted:s",
+                "settings": {"max_turns": "${env:NOPE_TURNS}"},
+                "preamble": "${secret:NOPE_KEY}",
+            },
+            registry=registry,
+        )
+    problems = {p.path: p for p in info.value.problems}
+    assert len(info.value.problems) == 2
+    assert problems["settings.max_turns"].message == "environment variable NOPE_TURNS is not set"
+    assert "${secret:NOPE_KEY:-value}" in (problems["preamble"].hint or "")
 
 
 def test_preview_kinds_are_hidden_unless_enabled(monkeypatch) -> None:  # type: ignore[no-untyped-def]

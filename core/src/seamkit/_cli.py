@@ -111,7 +111,11 @@ def validate_command(app: str) -> None:
         count = len(exc.problems)
         click.echo(f"{app}: {count} error{'s' if count != 1 else ''}", err=True)
         sys.exit(1)
-    click.echo(f"{app}: ok ({len(config.tools)} tool entries, {len(config.hooks)} hooks)")
+    tools, hooks = len(config.tools), len(config.hooks)
+    click.echo(
+        f"{app}: ok ({tools} tool {'entry' if tools == 1 else 'entries'}, "
+        f"{hooks} hook{'' if hooks == 1 else 's'})"
+    )
 
 
 def _add_plugin_commands(group: click.Group) -> None:
@@ -146,6 +150,6 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``seamkit`` console script."""
     args = sys.argv[1:] if argv is None else argv
     _setup_logging()
-    if not ({"--version", "--help", "-h"} & set(args[:1])):
+    if args[:1] != ["--version"]:
         _add_plugin_commands(cli)
     cli.main(args=args, prog_name="seamkit")

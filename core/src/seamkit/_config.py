@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from ._events import EVENTS, HookEvent
 
@@ -70,7 +71,7 @@ class HookConfig(KindConfig):
     default_on_error: ClassVar[OnError] = "fail"
     """The kind's default policy: ``skip`` for context injectors, ``fail`` for guards."""
 
-    event: HookEvent
+    event: HookEvent = Field(description="The event this hook runs at.")
     name: str | None = Field(default=None, description="A name for logs and diagnostics.")
     timeout_seconds: float | None = Field(
         default=None, gt=0, description="Time-out for one call of the hook; none by default."
@@ -85,19 +86,34 @@ class HookConfig(KindConfig):
         description="Glob patterns on the tool's final name (tool events only).",
     )
 
-    @model_validator(mode="after")
-    def _check_common(self) -> HookConfig:
-        if self.on_error == "fail" and self.event == HookEvent.ON_COMPLETION:
-            raise ValueError(
-                "on_error 'fail' is not allowed on on_completion: the run is already "
-                "over, so a failing hook can only be skipped"
+    @field_validator("on_error")
+    @classmethod
+    def _check_on_error(cls, value: OnError | None, info: ValidationInfo) -> OnError | None:
+        if value == "fail" and info.data.get("event") == HookEvent.ON_COMPLETION:
+            raise PydanticCustomError(
+                "fail_on_completion",
+                "on_error 'fail' is not allowed on on_completion",
+                {
+                    "hint": "the run is already over there, so a failing hook can only be "
+                    "skipped: use on_error: skip or leave it out"
+                },
             )
-        if self.match is not None and not EVENTS[self.event].tool_event:
-            raise ValueError(
-                f"'match' is only allowed on tool events (on_pre_tool_use, "
-                f"on_post_tool_use, on_invalid_tool_call), not on {self.event.value}"
+        return value
+
+    @field_validator("match")
+    @classmethod
+    def _check_match(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        event = info.data.get("event")
+        if value is not None and event is not None and not EVENTS[event].tool_event:
+            raise PydanticCustomError(
+                "match_not_allowed",
+                "'match' is only allowed on tool events, not on {event}",
+                {
+                    "event": event.value,
+                    "hint": "use it on on_pre_tool_use, on_post_tool_use or on_invalid_tool_call",
+                },
             )
-        return self
+        return value
 
     @property
     def error_policy(self) -> OnError:

@@ -47,6 +47,10 @@ class Dispatched(NamedTuple):
     hook: str | None = None
 
 
+NOTHING = Dispatched(CONTINUE)
+"""The result of a dispatch in which no hook changed anything."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConfiguredHook:
     """A hook instance built from a manifest entry: dispatched only at its event."""
@@ -194,7 +198,7 @@ class Dispatcher:
         """Run ``event``'s hooks with arguments ``(ctx, *args)``; return the net flow."""
         impls = self._lists[event]
         if not impls:
-            return Dispatched(CONTINUE)
+            return NOTHING
         mode = EVENTS[event].composition
         full = (ctx, *args)
         if mode is Composition.FIRST:
@@ -204,7 +208,7 @@ class Dispatcher:
         if mode is Composition.ACCUMULATE:
             return await self._accumulate(event, impls, full)
         await self._all(event, impls, full)
-        return Dispatched(CONTINUE)
+        return NOTHING
 
     def _skip_unmatched(self, impl: _Impl, args: tuple[Any, ...]) -> bool:
         return impl.matcher is not None and impl.matcher(args[1].name) is None
@@ -233,7 +237,7 @@ class Dispatcher:
                 raise self._bad_flow(impl, event, result)
             if type(result) is not F.Continue:
                 return Dispatched(result, impl.ref.name)
-        return Dispatched(CONTINUE)
+        return NOTHING
 
     async def _chain(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
@@ -267,7 +271,7 @@ class Dispatcher:
                 return Dispatched(result, impl.ref.name)
             rewritten = result
             _thread(event, current, result)
-        return Dispatched(rewritten if rewritten is not None else CONTINUE)
+        return Dispatched(rewritten) if rewritten is not None else NOTHING
 
     async def _accumulate(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
@@ -294,7 +298,7 @@ class Dispatcher:
                 _note_writers(args[0], event, impl.ref.name, patch, writers, narrowers)
                 merged = patch if merged is None else merged | patch
         if merged is None or merged.is_empty():
-            return Dispatched(CONTINUE)
+            return NOTHING
         if merged.active_tools is not None and not merged.active_tools:
             message = "active_tools came out empty: no tool is advertised this turn"
             log.warning("%s (set by %s)", message, ", ".join(narrowers))

@@ -60,7 +60,8 @@ def _string(
         if match.group(0) == "$${":
             return "${"
         var, default = match.group("var"), match.group("default")
-        if match.group("scheme") == "secret":
+        scheme = match.group("scheme")
+        if scheme == "secret":
             secret = True
         if var in env:
             return env[var]
@@ -70,7 +71,7 @@ def _string(
             Problem(
                 loc,
                 f"environment variable {var} is not set",
-                hint=f"set {var}, or give a default: ${{env:{var}:-value}}",
+                hint=f"set {var}, or give a default: ${{{scheme}:{var}:-value}}",
             )
         )
         return ""

@@ -22,6 +22,16 @@ if TYPE_CHECKING:
 
 __all__ = ["load_manifest", "read_document"]
 
+_OWN_MESSAGES = frozenset(
+    {
+        "value_error",
+        "unsupported_event",
+        "preview_event",
+        "model_format",
+        "fail_on_completion",
+        "match_not_allowed",
+    }
+)
 _CATEGORY_BY_LIST = {"hooks": "hook", "tools": "tool", "refresh_condition": "refresh"}
 
 
@@ -105,7 +115,9 @@ def load_manifest(
     try:
         config = model.model_validate(data)
     except ValidationError as exc:
-        problems.extend(translate_errors(exc, data, reg))
+        # A value emptied by a missing variable is already reported once.
+        reported = {p.location for p in problems}
+        problems.extend(p for p in translate_errors(exc, data, reg) if p.location not in reported)
     if problems:
         raise ManifestError(_with_positions(problems, text), source=name)
     assert config is not None

@@ -75,9 +75,13 @@ def _concrete(info: KindInfo, refresh: Any, preview: bool) -> type[KindConfig]:
             overrides[name] = (new_annotation, fi)
     validators: dict[str, Any] = {}
     if info.category == "hook":
+        # The schema lists only the events this kind supports, for editors.
+        events = sorted(e.value for e in info.events | (info.preview_events if preview else set()))
+        event_field = copy.copy(info.model.model_fields["event"])
+        annotation = Annotated[HookEvent, WithJsonSchema({"type": "string", "enum": events})]
+        event_field.annotation = annotation
+        overrides["event"] = (annotation, event_field)
         validators["_seamkit_check_event"] = field_validator("event")(_event_checker(info, preview))
-    if not overrides and not validators:
-        return info.model
     model: type[KindConfig] = create_model(
         info.model.__name__,
         __base__=info.model,

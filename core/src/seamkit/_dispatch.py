@@ -220,17 +220,11 @@ class Dispatcher:
         for impl in impls:
             if impl.matcher is not None and self._skip_unmatched(impl, args):
                 continue
-            if impl.simple:
-                try:
-                    result = (
-                        impl.fn(*args)
-                        if impl.picks is None
-                        else impl.fn(*(args[i] for i in impl.picks))
-                    )
-                except Exception as exc:
-                    result = self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
-            else:
-                result = await self._call(impl, event, args)
+            result = (
+                self._call_simple(impl, event, args)
+                if impl.simple
+                else await self._call(impl, event, args)
+            )
             if result is None:
                 continue
             if type(result) not in accepted:
@@ -249,17 +243,11 @@ class Dispatcher:
             if impl.matcher is not None and self._skip_unmatched(impl, args):
                 continue
             call_args = tuple(current)
-            if impl.simple:
-                try:
-                    result = (
-                        impl.fn(*call_args)
-                        if impl.picks is None
-                        else impl.fn(*(call_args[i] for i in impl.picks))
-                    )
-                except Exception as exc:
-                    result = self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
-            else:
-                result = await self._call(impl, event, call_args)
+            result = (
+                self._call_simple(impl, event, call_args)
+                if impl.simple
+                else await self._call(impl, event, call_args)
+            )
             if result is None:
                 continue
             kind = type(result)

@@ -140,10 +140,6 @@ class Dispatcher:
         """The hooks dispatched at ``event``, in call order."""
         return tuple(i.ref for i in self._lists[HookEvent(event)])
 
-    def has_hooks(self, event: HookEvent) -> bool:
-        """Whether any hook listens at ``event``."""
-        return bool(self._lists[event])
-
     # --- calling one hookimpl ---------------------------------------------
 
     async def _call(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
@@ -210,7 +206,9 @@ class Dispatcher:
         await self._all(event, impls, full)
         return NOTHING
 
-    def _skip_unmatched(self, impl: _Impl, args: tuple[Any, ...]) -> bool:
+    @staticmethod
+    def _unmatched(impl: _Impl, args: tuple[Any, ...]) -> bool:
+        """Whether a hook with ``match`` patterns skips this tool call."""
         return impl.matcher is not None and impl.matcher(args[1].name) is None
 
     async def _first(
@@ -218,7 +216,7 @@ class Dispatcher:
     ) -> Dispatched:
         accepted = EVENTS[event].flows
         for impl in impls:
-            if impl.matcher is not None and self._skip_unmatched(impl, args):
+            if self._unmatched(impl, args):
                 continue
             result = (
                 self._call_simple(impl, event, args)
@@ -240,7 +238,7 @@ class Dispatcher:
         rewritten: Any = None
         current = list(args)
         for impl in impls:
-            if impl.matcher is not None and self._skip_unmatched(impl, args):
+            if self._unmatched(impl, args):
                 continue
             call_args = tuple(current)
             result = (

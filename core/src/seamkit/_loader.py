@@ -11,7 +11,6 @@ import os
 import threading
 from collections.abc import Iterable
 from importlib import metadata
-from types import ModuleType
 from typing import Any
 
 from ._errors import PluginError
@@ -47,14 +46,12 @@ def _names(value: str | None) -> set[str] | None:
 def load_plugins(
     *,
     entry_points: Iterable[metadata.EntryPoint] | None = None,
-    extra: Iterable[tuple[str, ModuleType | object]] = (),
 ) -> Registry:
     """Build a fresh :class:`Registry` from the installed plugins.
 
     ``SEAMKIT_PLUGINS=a,b`` loads only the entry points named ``a`` and ``b``;
     ``SEAMKIT_DISABLE_PLUGINS=x`` skips ``x``. The kernel's built-ins always
-    load. ``extra`` registers more plugin objects in-process, by name, after
-    the entry points (used by ``seamkit.testing``).
+    load.
     """
     from . import _builtins
 
@@ -92,8 +89,6 @@ def load_plugins(
             _fail(registry, info, f"import failed: {type(exc).__name__}: {exc}")
             continue
         add_plugin(registry, module, info)
-    for name, obj in extra:
-        add_plugin(registry, obj, PluginInfo(name=name, module=getattr(obj, "__name__", None)))
     return registry
 
 

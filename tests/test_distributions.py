@@ -80,7 +80,8 @@ def test_installed_plugin_appears_in_plugins(fresh_env: Env) -> None:
     plugins = {p["name"]: p for p in json.loads(out.stdout)}
     note = plugins["note"]
     assert (note["distribution"], note["version"]) == ("seamkit-fixture-note", "1.2.3")
-    assert note["kinds"] == ["hook:note"] and note["hookimpls"] == ["on_completion"]
+    assert note["kinds"] == ["hook:note", "tool:echo"]
+    assert note["hookimpls"] == ["on_completion"]
     assert note["error"] is None
     assert plugins["ttl"]["kinds"] == ["refresh:ttl"]
     assert "ModuleNotFoundError" in plugins["broken"]["error"]
@@ -116,6 +117,41 @@ def test_validate_accepts_the_installed_kind(fresh_env: Env, tmp_path: Path) -> 
     out = fresh_env.seamkit("validate", str(app))
     assert out.returncode == 0, out.stderr
     assert "ok" in out.stdout
+
+
+def test_installed_tool_kind_resolves_into_tools(fresh_env: Env, tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text(
+        "name: demo\nmodel: scripted:script.yaml\ntools:\n"
+        "  - {kind: echo, toolset: fixture, text: hi, names: [echo, 'say hi']}\n"
+        "  - {kind: echo, text: ho}\n"
+    )
+    out = fresh_env.seamkit("tools", "--json", str(app))
+    assert out.returncode == 0, out.stderr
+    tools = {t["name"]: t for t in json.loads(out.stdout)}
+    assert list(tools) == ["fixture_echo", "fixture_say_hi", "echo"]
+    assert tools["fixture_echo"]["origin"] == "tools[0]" and tools["echo"]["origin"] == "tools[1]"
+    assert tools["echo"]["description"] == "Say 'ho'."
+    assert tools["echo"]["parameters"]["properties"] == {"times": {"default": 1, "type": "integer"}}
+
+
+def test_tool_resolution_errors_name_the_entries(fresh_env: Env, tmp_path: Path) -> None:
+    app = tmp_path / "app.yaml"
+    app.write_text(
+        "name: demo\nmodel: scripted:script.yaml\ntools:\n"
+        "  - {kind: echo, text: hi}\n"
+        "  - {kind: echo, text: ho}\n"
+        "  - {kind: function, ref: 'nowhere_at_all:f'}\n"
+    )
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 1
+    assert (
+        f"{app}:5:5: tools[1]: two tools are named 'echo': one from tools[0] and one from "
+        "tools[1]" in out.stderr
+    )
+    assert f"{app}:6:5: tools[2]: function tool 'nowhere_at_all:f': no module named" in out.stderr
+    assert f"{app}: 2 errors" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_validate_reports_every_error_with_its_location(fresh_env: Env, tmp_path: Path) -> None:

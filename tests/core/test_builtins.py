@@ -1,4 +1,4 @@
-"""The kernel's built-ins: the scripted model and function-ref resolution."""
+"""The kernel's built-in scripted model (the `function` tool kind is in test_tool_resolution)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from seamkit import FunctionToolConfig, Message, ModelRequest, SeamkitError, get_registry
+from seamkit import Message, ModelRequest, get_registry
 from seamkit._scripted import ScriptedModel, ScriptError
-from seamkit._tool_resolve import resolve_ref
 
 
 def test_scripted_model_plays_turns_then_runs_out(tmp_path: Path) -> None:
@@ -51,17 +50,3 @@ def test_missing_script_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="cannot read model script"):
         ScriptedModel.from_spec("nope.yaml", base_dir=str(tmp_path))
 
-
-def test_function_ref_resolution_and_its_errors(tmp_path: Path) -> None:
-    (tmp_path / "mytools.py").write_text(
-        "def add(a: int, b: int) -> int:\n    return a + b\n"
-        "def helper():\n    pass\nhelper.__seamkit_tool__ = True\n"
-    )
-    base = str(tmp_path)
-    assert [f.__name__ for f in resolve_ref(FunctionToolConfig(ref="mytools:add"), base)] == ["add"]
-    assert [f.__name__ for f in resolve_ref(FunctionToolConfig(ref="mytools"), base)] == ["helper"]
-    with pytest.raises(SeamkitError, match="module 'mytools' has no 'sub'") as info:
-        resolve_ref(FunctionToolConfig(ref="mytools:sub"), base)
-    assert "add, helper" in (info.value.hint or "")
-    with pytest.raises(SeamkitError, match="no module named 'nowhere_at_all'"):
-        resolve_ref(FunctionToolConfig(ref="nowhere_at_all:f"), base)

@@ -17,12 +17,20 @@ if TYPE_CHECKING:
     from ._config import AnyRefreshCondition, HookConfig, KindConfig, RefreshCondition, ToolConfig
     from ._context import ActionContext, HookContext, Scratchpad
     from ._dispatch import ConfiguredHook, Dispatched, HookStack
-    from ._errors import HookError, ManifestError, PluginError, Problem, SeamkitError
+    from ._errors import (
+        HookError,
+        InvalidToolCall,
+        ManifestError,
+        PluginError,
+        Problem,
+        SeamkitError,
+    )
     from ._events import HookEvent
     from ._function_kind import FunctionToolConfig
     from ._loader import get_registry, load_plugins
     from ._markers import hookimpl
     from ._messages import Document, FunctionCall, Message, MessageToolCall
+    from ._names import sanitize_toolname
     from ._patch import RequestPatch
     from ._registry import KindInfo, PluginInfo, Registry
     from ._results import (
@@ -42,6 +50,9 @@ if TYPE_CHECKING:
         Usage,
     )
     from ._secret import Secret
+    from ._signature import Injected
+    from ._tool import Tool, tool
+    from ._toolmap import ToolMap, resolve_tools
     from ._version import __version__
 
 __all__ = [
@@ -62,6 +73,8 @@ __all__ = [
     "HookError",
     "HookEvent",
     "HookStack",
+    "Injected",
+    "InvalidToolCall",
     "KindConfig",
     "KindInfo",
     "ManifestError",
@@ -83,8 +96,10 @@ __all__ = [
     "Secret",
     "Settings",
     "Terminated",
+    "Tool",
     "ToolCall",
     "ToolConfig",
+    "ToolMap",
     "ToolResult",
     "ToolSpec",
     "Usage",
@@ -94,6 +109,9 @@ __all__ = [
     "hookimpl",
     "hookspecs",
     "load_plugins",
+    "resolve_tools",
+    "sanitize_toolname",
+    "tool",
 ]
 
 # Public names load on first use (PEP 562), so `import seamkit` costs little
@@ -117,6 +135,7 @@ _LAZY: dict[str, str] = {
     "PluginError": "._errors",
     "Problem": "._errors",
     "SeamkitError": "._errors",
+    "InvalidToolCall": "._errors",
     "HookEvent": "._events",
     "ConfiguredHook": "._dispatch",
     "Dispatched": "._dispatch",
@@ -134,6 +153,12 @@ _LAZY: dict[str, str] = {
     "PluginInfo": "._registry",
     "Registry": "._registry",
     "Secret": "._secret",
+    "sanitize_toolname": "._names",
+    "Injected": "._signature",
+    "Tool": "._tool",
+    "tool": "._tool",
+    "ToolMap": "._toolmap",
+    "resolve_tools": "._toolmap",
 }
 _RESULTS = (
     "Cancelled Completed Diagnostic Failed MaxTurns ModelRequest ModelTurn Outcome RunResult "

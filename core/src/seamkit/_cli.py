@@ -101,21 +101,60 @@ def schema_command(indent: int) -> None:
 @cli.command("validate")
 @click.argument("app", type=click.Path(dir_okay=False))
 def validate_command(app: str) -> None:
-    """Check an app manifest; print every error with its location (exit 1 on any)."""
+    """Check an app manifest and resolve its tools; print every error with its
+    location (exit 1 on any)."""
+    config, tools = _load_with_tools(app)
+    entries, hooks = len(config.tools), len(config.hooks)
+    click.echo(
+        f"{app}: ok ({entries} tool {'entry' if entries == 1 else 'entries'} giving "
+        f"{len(tools)} tool{'' if len(tools) == 1 else 's'}, "
+        f"{hooks} hook{'' if hooks == 1 else 's'})"
+    )
+
+
+@cli.command("tools")
+@click.argument("app", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON.")
+def tools_command(app: str, as_json: bool) -> None:
+    """List the tools an app resolves to, as the model sees them."""
+    _, tools = _load_with_tools(app)
+    if as_json:
+        rows = [
+            {
+                **t.spec.model_dump(),
+                "origin": tools.origin(name),
+                "tags": sorted(t.tags),
+                "terminal": t.terminal,
+                "timeout_seconds": t.timeout_seconds,
+            }
+            for name, t in tools.items()
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for name, t in tools.items():
+        args = ", ".join(t.parameters.get("properties", {}))
+        summary = t.description.splitlines()[0] if t.description else ""
+        click.echo(f"{name}({args})  [{tools.origin(name)}]")
+        if summary:
+            click.echo(f"    {summary}")
+
+
+def _load_with_tools(app: str) -> tuple[Any, Any]:
+    """The manifest and its resolved tools; every problem printed, exit 1 on any."""
+    import asyncio
+
     from ._manifest import load_manifest
+    from ._toolmap import resolve_tools
 
     try:
         config = load_manifest(app)
+        tools = asyncio.run(resolve_tools(config))
     except ManifestError as exc:
         click.echo(exc.format(), err=True)
         count = len(exc.problems)
         click.echo(f"{app}: {count} error{'s' if count != 1 else ''}", err=True)
         sys.exit(1)
-    tools, hooks = len(config.tools), len(config.hooks)
-    click.echo(
-        f"{app}: ok ({tools} tool {'entry' if tools == 1 else 'entries'}, "
-        f"{hooks} hook{'' if hooks == 1 else 's'})"
-    )
+    return config, tools
 
 
 def _add_plugin_commands(group: click.Group) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "HookError",
+    "InvalidToolCall",
     "ManifestError",
     "PluginError",
     "Problem",
@@ -131,3 +132,18 @@ class HookError(SeamkitError):
         self.hook = hook
         self.event = event
         self.flow = flow
+
+
+class InvalidToolCall(SeamkitError):
+    """Raised by :meth:`seamkit.Tool.validate` and :meth:`seamkit.Tool.call`
+    when the model's arguments do not fit the tool's schema.
+
+    The agent catches it and takes the ``on_invalid_tool_call`` path; its
+    ``message`` is written for the model. Carries the ``tool`` name and the
+    individual ``errors``.
+    """
+
+    def __init__(self, message: str, *, tool: str, errors: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.errors = tuple(errors)

@@ -27,8 +27,19 @@ class FunctionToolConfig(ToolConfig):
 
 
 async def resolve_function_tools(config: FunctionToolConfig, agent: Any) -> list[Any]:
-    """Import the referenced function(s) and turn them into tools."""
+    """Import the referenced function(s) and turn them into tools.
+
+    Modules that are not importable otherwise are looked up next to the
+    manifest (``agent.base_dir``). ``timeout_seconds`` overrides the tools' own.
+    """
+    from ._tool import Tool
     from ._tool_resolve import resolve_ref
 
-    tools: list[Any] = resolve_ref(config)
+    base_dir = getattr(agent, "base_dir", None)
+    tools = [
+        Tool.from_function(obj)
+        for obj in resolve_ref(config, None if base_dir is None else str(base_dir))
+    ]
+    if config.timeout_seconds is not None:
+        tools = [t.replace(timeout_seconds=config.timeout_seconds) for t in tools]
     return tools

@@ -1,8 +1,8 @@
 """Resolving ``function`` tool entries: import what ``ref`` names.
 
-``package.module:function`` gives that one function; ``package.module`` gives
-every function of the module marked with ``@seamkit.tool`` (marked by the
-attribute ``__seamkit_tool__``). Relative to the manifest's directory when the
+``package.module:function`` gives that one function (a plain function becomes
+a tool with its defaults); ``package.module`` gives every ``@seamkit.tool`` of
+the module, in the order the module defines them. Relative to the manifest's directory when the
 module is not importable otherwise. Errors name the entry and say what is wrong.
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,6 @@ from ._errors import SeamkitError
 from ._function_kind import FunctionToolConfig
 
 __all__ = ["resolve_ref"]
-
-TOOL_MARK = "__seamkit_tool__"
 
 
 def resolve_ref(config: FunctionToolConfig, base_dir: str | None = None) -> list[Any]:
@@ -40,7 +37,9 @@ def resolve_ref(config: FunctionToolConfig, base_dir: str | None = None) -> list
         if not callable(target):
             raise SeamkitError(f"function tool {config.ref!r}: {attr!r} is not callable")
         return [target]
-    marked = [f for _, f in inspect.getmembers(module) if getattr(f, TOOL_MARK, None)]
+    from ._tool import Tool
+
+    marked = [obj for obj in vars(module).values() if isinstance(obj, Tool)]
     if not marked:
         raise SeamkitError(
             f"function tool {config.ref!r}: module {module_name!r} has no @seamkit.tool function",
@@ -74,9 +73,12 @@ def _import(name: str, ref: str, base_dir: str | None) -> Any:
 
 
 def _functions(module: Any) -> list[str]:
-    found: list[Callable[..., Any]] = [
-        f
-        for _, f in inspect.getmembers(module, inspect.isfunction)
-        if f.__module__ == module.__name__
+    from ._tool import Tool
+
+    names = [
+        name
+        for name, obj in vars(module).items()
+        if isinstance(obj, Tool)
+        or (inspect.isfunction(obj) and obj.__module__ == module.__name__)
     ]
-    return sorted(f.__name__ for f in found)
+    return sorted(names)

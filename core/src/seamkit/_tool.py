@@ -1,0 +1,386 @@
+"""`Tool` and `@seamkit.tool`: a function the model can call, with its schema,
+its injected dependencies and the rules that turn any outcome into a result."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import logging
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, overload
+
+from pydantic import ValidationError
+from pydantic_core import to_json
+
+from ._context import ActionContext
+from ._errors import InvalidToolCall, SeamkitError
+from ._names import check_toolname
+from ._results import ToolResult, ToolSpec
+from ._secret import MASK, Secret
+from ._signature import ToolSignature, describe
+
+__all__ = ["Tool", "tool"]
+
+log = logging.getLogger("seamkit.tools")
+
+_MISSING: Any = object()
+_EMPTY_CONTEXT = ActionContext(context_id="empty")
+_PYDANTIC_PREFIX = "Error serializing to JSON: "
+
+
+class Tool:
+    """A function the model can call.
+
+    Made with :func:`seamkit.tool` (or :meth:`Tool.from_function`). Calling
+    the object calls the function directly; :meth:`call` is what the agent
+    does: validate the model's arguments, inject what the function asks for
+    from the context, run it, and turn whatever happens into a
+    :class:`seamkit.ToolResult`.
+    """
+
+    __slots__ = (
+        "__wrapped__",
+        "_async",
+        "_fields",
+        "_sig",
+        "_spec",
+        "_validate",
+        "description",
+        "function",
+        "name",
+        "tags",
+        "terminal",
+        "timeout_seconds",
+    )
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        tags: Iterable[str] = (),
+        terminal: bool = False,
+        timeout_seconds: float | None = None,
+        _signature: ToolSignature | None = None,
+    ) -> None:
+        if not callable(function):
+            raise TypeError(f"a tool needs a callable, not {type(function).__name__}")
+        self.function = function
+        self.__wrapped__ = function
+        self.name = name if name is not None else getattr(function, "__name__", "")
+        problem = check_toolname(self.name)
+        if problem:
+            raise SeamkitError(
+                f"tool {_qualname(function)}: {problem}",
+                hint="pass a valid name: @seamkit.tool(name='...')",
+            )
+        if timeout_seconds is not None and not (
+            isinstance(timeout_seconds, int | float) and timeout_seconds > 0
+        ):
+            raise SeamkitError(
+                f"tool {self.name!r}: timeout_seconds must be a number > 0, "
+                f"not {timeout_seconds!r}",
+                hint="leave it out for no time-out",
+            )
+        self._sig = _signature or describe(function, description=description)
+        self.description = self._sig.description if description is None else description
+        self.tags: frozenset[str] = frozenset(tags)
+        self.terminal = bool(terminal)
+        self.timeout_seconds: float | None = timeout_seconds
+        self._async = _is_async(function)
+        self._fields = self._sig.fields
+        self._validate = self._sig.model.__pydantic_validator__.validate_python
+        self._spec = ToolSpec(
+            name=self.name, description=self.description, parameters=self._sig.parameters
+        )
+
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], **options: Any) -> Tool:
+        """The tool for ``function`` (a `Tool` is returned as it is when no
+        options are given, or with the options applied)."""
+        if isinstance(function, Tool):
+            return function.replace(**options) if options else function
+        return cls(function, **options)
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the model is shown: name, description, JSON Schema of the arguments."""
+        return self._spec
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments (injected parameters left out)."""
+        return self._sig.parameters
+
+    @property
+    def injected(self) -> dict[str, str | None]:
+        """Injected parameters and the property each receives (``None``: the
+        whole `ActionContext`)."""
+        return {i.param: i.prop for i in self._sig.injections}
+
+    def replace(self, **changes: Any) -> Tool:
+        """A copy with ``name``, ``description``, ``tags``, ``terminal`` or
+        ``timeout_seconds`` changed (the signature is not analysed again)."""
+        options: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "tags": self.tags,
+            "terminal": self.terminal,
+            "timeout_seconds": self.timeout_seconds,
+        }
+        unknown = set(changes) - set(options)
+        if unknown:
+            raise TypeError(f"Tool.replace() got unknown field(s): {', '.join(sorted(unknown))}")
+        options.update(changes)
+        return Tool(self.function, _signature=self._sig, **options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function itself, exactly as if it were not a tool."""
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        args = ", ".join(self._sig.argument_names)
+        return f"<Tool {self.name}({args})>"
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The model's arguments, validated and converted, by parameter name.
+
+        Raises :class:`seamkit.InvalidToolCall` saying what is wrong, in words
+        meant for the model: not an object, a missing or ill-typed argument,
+        an argument the tool does not take (an injected parameter's name
+        included).
+        """
+        if not isinstance(arguments, Mapping):
+            raise InvalidToolCall(
+                f"arguments for tool {self.name!r} must be a JSON object, "
+                f"not {type(arguments).__name__}",
+                tool=self.name,
+                errors=("arguments must be a JSON object",),
+            )
+        try:
+            model = self._validate(arguments)
+        except ValidationError as exc:
+            errors = tuple(self._explain(exc))
+            raise InvalidToolCall(
+                f"invalid arguments for tool {self.name!r}: {'; '.join(errors)}",
+                tool=self.name,
+                errors=errors,
+            ) from None
+        values = model.__dict__
+        out = {param: values[field] for field, param in self._fields}
+        extra = model.__pydantic_extra__
+        if extra:
+            taken = sorted(set(extra) & {i.param for i in self._sig.injections})
+            if taken:
+                errors = tuple(f"{name!r} is not an argument of this tool" for name in taken)
+                raise InvalidToolCall(
+                    f"invalid arguments for tool {self.name!r}: {'; '.join(errors)}",
+                    tool=self.name,
+                    errors=errors,
+                )
+            out.update(extra)
+        return out
+
+    async def call(
+        self,
+        arguments: Mapping[str, Any],
+        context: ActionContext | None = None,
+        *,
+        call_id: str = "",
+    ) -> ToolResult:
+        """Validate ``arguments``, inject from ``context``, run the function.
+
+        Raises :class:`seamkit.InvalidToolCall` when the arguments do not fit
+        (so the agent can take its invalid-call path); every other outcome is
+        a `ToolResult`: the return value (a string as it is, anything else as
+        JSON), an error the tool returned on purpose (``ToolResult.error``),
+        or ``is_error=True, raised=True`` with ``"Error: ..."`` for an
+        exception, a time-out or a missing dependency.
+        """
+        return await self.invoke(self.validate(arguments), context, call_id=call_id)
+
+    async def invoke(
+        self,
+        values: dict[str, Any],
+        context: ActionContext | None = None,
+        *,
+        call_id: str = "",
+    ) -> ToolResult:
+        """Run the tool on arguments :meth:`validate` already produced."""
+        ctx = _EMPTY_CONTEXT if context is None else context
+        kwargs = dict(values)
+        for injection in self._sig.injections:
+            if injection.prop is None:
+                kwargs[injection.param] = ctx
+                continue
+            value = ctx.get(injection.prop, _MISSING)
+            if value is _MISSING:
+                if injection.required:
+                    return self._failed(
+                        f"tool {self.name!r} needs the context property {injection.prop!r} "
+                        f"(parameter {injection.param!r}), and this request's context does "
+                        f"not provide it",
+                        call_id,
+                    )
+                continue
+            if isinstance(value, Secret) and not injection.keep_secret:
+                value = value.get_secret_value()
+            kwargs[injection.param] = value
+        args: tuple[Any, ...] = ()
+        if self._sig.positional_only:
+            args = tuple(kwargs.pop(p) for p in self._sig.positional_only if p in kwargs)
+        try:
+            if self._async:
+                if self.timeout_seconds is None:
+                    result = await self.function(*args, **kwargs)
+                else:
+                    result = await asyncio.wait_for(
+                        self.function(*args, **kwargs), self.timeout_seconds
+                    )
+            elif self.timeout_seconds is None:
+                result = self.function(*args, **kwargs)
+            else:
+                result = await asyncio.wait_for(
+                    asyncio.to_thread(functools.partial(self.function, *args, **kwargs)),
+                    self.timeout_seconds,
+                )
+            if inspect.isawaitable(result):
+                result = await result
+        except TimeoutError:
+            return self._failed(
+                f"tool {self.name!r} timed out after {self.timeout_seconds:g}s", call_id
+            )
+        except Exception as exc:
+            text = _scrub(f"{type(exc).__name__}: {exc}", ctx)
+            log.warning("tool %r raised %s", self.name, text)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
+            return self._failed(text, call_id, logged=True)
+        if isinstance(result, str):
+            content = result
+        elif isinstance(result, ToolResult):
+            return (
+                result
+                if result.call_id == call_id
+                else result.model_copy(update={"call_id": call_id})
+            )
+        else:
+            try:
+                content = to_json(result, fallback=_unknown).decode()
+            except Exception as exc:
+                return self._failed(
+                    f"tool {self.name!r} returned a {type(result).__name__} that cannot be "
+                    f"written as JSON: {_scrub(str(exc), ctx).removeprefix(_PYDANTIC_PREFIX)}",
+                    call_id,
+                )
+        return ToolResult.model_construct(
+            call_id=call_id, content=content, is_error=False, raised=False
+        )
+
+    def _failed(self, text: str, call_id: str, *, logged: bool = False) -> ToolResult:
+        if not logged:
+            log.warning("%s", text)
+        return ToolResult.model_construct(
+            call_id=call_id, content=f"Error: {text}", is_error=True, raised=True
+        )
+
+    def _explain(self, exc: ValidationError) -> list[str]:
+        injected = {i.param for i in self._sig.injections}
+        out: list[str] = []
+        for error in exc.errors(include_url=False, include_input=False):
+            loc = ".".join(str(p) for p in error["loc"])
+            if error["type"] == "extra_forbidden":
+                if loc in injected:
+                    out.append(f"{loc!r} is not an argument of this tool")
+                else:
+                    known = ", ".join(self._sig.argument_names) or "none"
+                    out.append(f"unexpected argument {loc!r} (arguments: {known})")
+            elif error["type"] == "missing":
+                out.append(f"missing required argument {loc!r}")
+            else:
+                out.append(f"{loc}: {error['msg']}" if loc else error["msg"])
+        return out
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tags: Iterable[str] = (),
+    terminal: bool = False,
+    timeout_seconds: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tags: Iterable[str] = (),
+    terminal: bool = False,
+    timeout_seconds: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function (plain or ``async def``) a tool: ``@seamkit.tool`` or
+    ``@seamkit.tool(name=..., description=..., tags=..., terminal=...,
+    timeout_seconds=...)``.
+
+    The description defaults to the docstring; the argument schema comes from
+    the type hints. See :class:`Tool`.
+    """
+
+    def make(fn: Callable[..., Any]) -> Tool:
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            tags=tags,
+            terminal=terminal,
+            timeout_seconds=timeout_seconds,
+        )
+
+    return make if function is None else make(function)
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    target = function
+    while isinstance(target, functools.partial):
+        target = target.func
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)  # noqa: B004
+    )
+
+
+def _qualname(function: Callable[..., Any]) -> str:
+    return getattr(function, "__qualname__", None) or repr(function)
+
+
+def _scrub(text: str, context: ActionContext) -> str:
+    """``text`` with the plain value of every secret in ``context`` masked."""
+    for value in context.values():
+        if isinstance(value, Secret):
+            plain = value.get_secret_value()
+            if isinstance(plain, str) and plain:
+                text = text.replace(plain, MASK)
+    return text
+
+
+def _unknown(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return MASK
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def _frames(exc: BaseException) -> str:
+    # The frames only: the exception's own text may hold a secret and was
+    # logged already, scrubbed.
+    return "".join(traceback.format_tb(exc.__traceback__))

@@ -1,0 +1,109 @@
+"""A canary secret reaches the tool that uses it and nothing else: not the
+schema, not the result the model sees, not the logs, not an error, not a repr."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Annotated, Any
+
+import pytest
+import seamkit
+from seamkit import ActionContext, HookContext, Injected, Secret, ToolResult
+
+CANARY = "canary-7f3e9b21d4"
+
+
+@seamkit.tool
+def fetch(path: str, _token: str) -> dict[str, Any]:
+    """Fetch a path with the caller's token."""
+    assert _token == CANARY  # the tool gets the plain value
+    return {"path": path, "status": 200}
+
+
+@seamkit.tool
+def leaky(path: str, _token: str) -> str:
+    """Fail, mentioning the token (a careless tool)."""
+    raise PermissionError(f"token {_token} was refused for {path}")
+
+
+@seamkit.tool
+def looks_inside(ctx: ActionContext) -> str:
+    """Read the secret through the context and fail with it."""
+    token = ctx.get("token")
+    assert isinstance(token, Secret)
+    raise RuntimeError(f"cannot use {token.get_secret_value()} (wrapped: {token!r}, {token})")
+
+
+@seamkit.tool
+def wants_the_wrapper(auth: Annotated[Secret[str], Injected("token")]) -> str:
+    """Log the secret the careless way."""
+    logging.getLogger("user.tool").warning("auth is %s / %r / %s", auth, auth, f"{auth}")
+    return f"used {auth}"
+
+
+@seamkit.tool
+def reveals(_token: str) -> str:
+    """Return the secret on purpose."""
+    return _token
+
+
+def test_the_canary_never_leaks(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    context = ActionContext(token=Secret(CANARY), user="ann")
+    tools = asyncio.run(
+        seamkit.resolve_tools(tools=[fetch, leaky, looks_inside, wants_the_wrapper, reveals])
+    )
+    hook_ctx = HookContext(action_context=context, tools=tools)
+
+    async def calls() -> list[ToolResult]:
+        out = [
+            await fetch.call({"path": "/a"}, context),
+            await leaky.call({"path": "/b"}, context),
+            await looks_inside.call({}, context),
+            await wants_the_wrapper.call({}, context),
+        ]
+        with pytest.raises(seamkit.InvalidToolCall) as info:
+            await fetch.call({"path": "/c", "_token": "guess"}, context)
+        errors.append(str(info.value))
+        return out
+
+    errors: list[str] = []
+    results = asyncio.run(calls())
+    assert results[0].content == '{"path":"/a","status":200}'
+    assert results[1].raised and results[1].content == (
+        "Error: PermissionError: token *** was refused for /b"
+    )
+    assert results[2].content == "Error: RuntimeError: cannot use *** (wrapped: Secret(***), ***)"
+    assert results[3].content == "used ***"
+
+    seen: list[str] = [
+        *(r.content for r in results),
+        *(r.model_dump_json() for r in results),
+        *(repr(r) for r in results),
+        *errors,
+        caplog.text,
+        *(json.dumps(t.spec.model_dump()) for t in tools.values()),
+        *(repr(t) for t in tools.values()),
+        repr(tools),
+        repr(context),
+        repr(hook_ctx),
+        str(context.get("token")),
+        repr(context.get("token")),
+        f"{context.get('token')}",
+        json.dumps(dict(context), default=str),
+    ]
+    for text in seen:
+        assert CANARY not in text, text
+    assert "token *** was refused" in caplog.text  # the failure is logged, masked
+
+    # A tool may return it on purpose: that is the one way out.
+    assert asyncio.run(reveals.call({}, context)).content == CANARY
+
+
+def test_a_secret_cannot_be_pickled() -> None:
+    import pickle
+
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(Secret(CANARY))

@@ -49,4 +49,3 @@ def test_scripted_model_checks_the_request_it_expected() -> None:
 def test_missing_script_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="cannot read model script"):
         ScriptedModel.from_spec("nope.yaml", base_dir=str(tmp_path))
-

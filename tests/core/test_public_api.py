@@ -8,7 +8,13 @@ import pkgutil
 
 import seamkit
 
-PUBLIC_MODULES = {"seamkit", "seamkit.flow", "seamkit.hookspecs", "seamkit.testing"}
+PUBLIC_MODULES = {
+    "seamkit",
+    "seamkit.flow",
+    "seamkit.hookspecs",
+    "seamkit.stream",
+    "seamkit.testing",
+}
 
 
 def test_every_name_in_all_resolves() -> None:

@@ -46,6 +46,7 @@ def _forget_tool_module() -> Iterator[None]:
 
 def write_app(tmp_path: Path, tools_yaml: str, module: str = TOOLS_MODULE) -> Path:
     (tmp_path / "memory_tools.py").write_text(module)
+    (tmp_path / "script.yaml").write_text("- text: ok\n")
     app = tmp_path / "app.yaml"
     app.write_text(
         "name: demo\nmodel: scripted:script.yaml\ntools:\n"

@@ -12,7 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from . import flow, hookspecs
+    from . import flow, hookspecs, stream
+    from ._agent import Agent
     from ._app import AppConfig, Settings
     from ._config import AnyRefreshCondition, HookConfig, KindConfig, RefreshCondition, ToolConfig
     from ._context import ActionContext, HookContext, Scratchpad
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from ._loader import get_registry, load_plugins
     from ._markers import hookimpl
     from ._messages import Document, FunctionCall, Message, MessageToolCall
+    from ._model import Model
     from ._names import sanitize_toolname
     from ._patch import RequestPatch
     from ._registry import KindInfo, PluginInfo, Registry
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
         Usage,
     )
     from ._secret import Secret
+    from ._sessions import SessionBusy, SessionStore
     from ._signature import Injected
     from ._tool import Tool, tool
     from ._toolmap import ToolMap, resolve_tools
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ActionContext",
+    "Agent",
     "AnyRefreshCondition",
     "AppConfig",
     "Cancelled",
@@ -81,6 +85,7 @@ __all__ = [
     "MaxTurns",
     "Message",
     "MessageToolCall",
+    "Model",
     "ModelRequest",
     "ModelTurn",
     "Outcome",
@@ -94,6 +99,8 @@ __all__ = [
     "Scratchpad",
     "SeamkitError",
     "Secret",
+    "SessionBusy",
+    "SessionStore",
     "Settings",
     "Terminated",
     "Tool",
@@ -111,6 +118,7 @@ __all__ = [
     "load_plugins",
     "resolve_tools",
     "sanitize_toolname",
+    "stream",
     "tool",
 ]
 
@@ -119,6 +127,11 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "flow": "",
     "hookspecs": "",
+    "stream": "",
+    "Agent": "._agent",
+    "Model": "._model",
+    "SessionBusy": "._sessions",
+    "SessionStore": "._sessions",
     "__version__": "._version",
     "AppConfig": "._app",
     "Settings": "._app",

@@ -28,6 +28,12 @@ class Settings(BaseModel):
     run_timeout_seconds: float | None = Field(
         default=None, gt=0, description="Wall-clock limit of one run; none by default."
     )
+    session_wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long a run waits for another run on the same session before it "
+        "fails with 'session busy'.",
+    )
 
 
 class AppConfig(BaseModel):

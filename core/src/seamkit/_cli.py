@@ -140,21 +140,23 @@ def tools_command(app: str, as_json: bool) -> None:
 
 
 def _load_with_tools(app: str) -> tuple[Any, Any]:
-    """The manifest and its resolved tools; every problem printed, exit 1 on any."""
+    """The manifest and its resolved tools (the agent is built, so the model
+    and the hooks are checked too); every problem printed, exit 1 on any."""
     import asyncio
 
-    from ._manifest import load_manifest
-    from ._toolmap import resolve_tools
+    from ._agent import Agent
+
+    async def build() -> tuple[Any, Any]:
+        async with await Agent.load(app) as agent:
+            return agent.config, agent.tools
 
     try:
-        config = load_manifest(app)
-        tools = asyncio.run(resolve_tools(config))
+        return asyncio.run(build())
     except ManifestError as exc:
         click.echo(exc.format(), err=True)
         count = len(exc.problems)
         click.echo(f"{app}: {count} error{'s' if count != 1 else ''}", err=True)
         sys.exit(1)
-    return config, tools
 
 
 def _add_plugin_commands(group: click.Group) -> None:
@@ -183,6 +185,11 @@ def _setup_logging() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
+
+
+from ._cli_run import run_command  # noqa: E402  (registers `seamkit run`)
+
+cli.add_command(run_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,6 +28,7 @@ log = logging.getLogger("seamkit.tools")
 _MISSING: Any = object()
 _EMPTY_CONTEXT = ActionContext(context_id="empty")
 _PYDANTIC_PREFIX = "Error serializing to JSON: "
+_PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
 
 
 class Tool:
@@ -153,7 +154,7 @@ class Tool:
         an argument the tool does not take (an injected parameter's name
         included).
         """
-        if not isinstance(arguments, Mapping):
+        if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise InvalidToolCall(
                 f"arguments for tool {self.name!r} must be a JSON object, "
                 f"not {type(arguments).__name__}",
@@ -247,7 +248,7 @@ class Tool:
                     asyncio.to_thread(functools.partial(self.function, *args, **kwargs)),
                     self.timeout_seconds,
                 )
-            if inspect.isawaitable(result):
+            if type(result) not in _PLAIN and inspect.isawaitable(result):
                 result = await result
         except TimeoutError:
             return self._failed(
@@ -276,16 +277,12 @@ class Tool:
                     f"written as JSON: {_scrub(str(exc), ctx).removeprefix(_PYDANTIC_PREFIX)}",
                     call_id,
                 )
-        return ToolResult.model_construct(
-            call_id=call_id, content=content, is_error=False, raised=False
-        )
+        return ToolResult(call_id=call_id, content=content)
 
     def _failed(self, text: str, call_id: str, *, logged: bool = False) -> ToolResult:
         if not logged:
             log.warning("%s", text)
-        return ToolResult.model_construct(
-            call_id=call_id, content=f"Error: {text}", is_error=True, raised=True
-        )
+        return ToolResult(call_id=call_id, content=f"Error: {text}", is_error=True, raised=True)
 
     def _explain(self, exc: ValidationError) -> list[str]:
         injected = {i.param for i in self._sig.injections}

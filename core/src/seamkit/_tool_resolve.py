@@ -78,7 +78,6 @@ def _functions(module: Any) -> list[str]:
     names = [
         name
         for name, obj in vars(module).items()
-        if isinstance(obj, Tool)
-        or (inspect.isfunction(obj) and obj.__module__ == module.__name__)
+        if isinstance(obj, Tool) or (inspect.isfunction(obj) and obj.__module__ == module.__name__)
     ]
     return sorted(names)

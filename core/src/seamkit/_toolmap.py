@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -45,6 +46,20 @@ class ToolMap(Mapping[str, Tool]):
             {k: MappingProxyType(dict(v)) for k, v in (toolsets or {}).items()}
         )
         self._origins: Mapping[str, str] = MappingProxyType(dict(origins or {}))
+
+    @classmethod
+    def of(cls, tools: Iterable[Any]) -> ToolMap:
+        """The map of tools passed in code (functions are made tools), by name.
+
+        Raises :class:`seamkit.SeamkitError` for two tools with one name.
+        """
+        if isinstance(tools, ToolMap):
+            return tools
+        problems: list[Problem] = []
+        tool_map = _assemble(_code_tools(tools, problems), problems)
+        if problems:
+            raise SeamkitError("; ".join(p.message for p in problems), hint=problems[0].hint)
+        return tool_map
 
     def __getitem__(self, name: str) -> Tool:
         return self._tools[name]
@@ -109,6 +124,7 @@ class BuildInfo:
     name: str
     config: Any
     base_dir: Path | None
+    exit_stack: AsyncExitStack
 
 
 async def resolve_tools(
@@ -122,8 +138,10 @@ async def resolve_tools(
     code into one `ToolMap`.
 
     ``app`` is an :class:`seamkit.AppConfig` (or ``None``). ``agent`` is what
-    each tool kind's ``resolve`` receives (an object with ``name``, ``config``
-    and ``base_dir`` when not given). Raises :class:`seamkit.ManifestError`
+    each tool kind's ``resolve`` receives; without one, an object with
+    ``name``, ``config``, ``base_dir`` and an ``exit_stack`` that is closed
+    before this returns (use :meth:`seamkit.Agent.load` to keep what tool
+    kinds open). Raises :class:`seamkit.ManifestError`
     with one problem per failure: a kind that fails to resolve (a function
     reference that does not exist, say), a tool name that is not valid, two
     tools with one final name.
@@ -134,27 +152,47 @@ async def resolve_tools(
     entries = list(getattr(app, "tools", None) or [])
     if agent is None:
         source = getattr(app, "source", None)
-        agent = BuildInfo(
-            name=getattr(app, "name", "agent"),
-            config=app,
-            base_dir=Path(source).resolve().parent if source else None,
-        )
+        async with AsyncExitStack() as stack:
+            info = BuildInfo(
+                name=getattr(app, "name", "agent"),
+                config=app,
+                base_dir=Path(source).resolve().parent if source else None,
+                exit_stack=stack,
+            )
+            return await resolve_tools(app, tools=tools, agent=info, registry=registry)
     problems: list[Problem] = []
-    found: list[tuple[str, Tool, tuple[str | int, ...], str | None]] = []
-    # (final name, tool, manifest location or () for code, toolset)
+    found: Found = []
     for index, entry in enumerate(entries):
         where: tuple[str | int, ...] = ("tools", index)
         for tool_obj in await _resolve_entry(registry, entry, agent, where, problems):
             toolset = getattr(entry, "toolset", None)
             final = sanitize_toolname(f"{toolset}_{tool_obj.name}") if toolset else tool_obj.name
             found.append((final, tool_obj, where, toolset))
+    found.extend(_code_tools(tools, problems))
+    tool_map = _assemble(found, problems)
+    if problems:
+        raise ManifestError(locate_problems(problems, app), source=getattr(app, "source", None))
+    return tool_map
+
+
+Found = list[tuple[str, Tool, tuple[str | int, ...], str | None]]
+"""(final name, tool, manifest location or () for code, toolset)"""
+
+
+def _code_tools(tools: Iterable[Any], problems: list[Problem]) -> Found:
+    found: Found = []
     for obj in tools:
         try:
             tool_obj = Tool.from_function(obj)
-        except SeamkitError as exc:
-            problems.append(Problem((), f"tool passed in code: {exc.message}", exc.hint))
+        except (SeamkitError, TypeError) as exc:
+            problems.append(Problem((), f"tool passed in code: {exc}"))
             continue
         found.append((tool_obj.name, tool_obj, (), None))
+    return found
+
+
+def _assemble(found: Found, problems: list[Problem]) -> ToolMap:
+    """Check names and build the map; problems are appended to ``problems``."""
     by_name: dict[str, Tool] = {}
     origins: dict[str, tuple[str | int, ...]] = {}
     toolsets: dict[str, dict[str, str]] = {}
@@ -184,8 +222,6 @@ async def resolve_tools(
         origins[final] = where
         if toolset:
             toolsets.setdefault(toolset, {})[tool_obj.name] = final
-    if problems:
-        raise ManifestError(_locate(problems, app), source=getattr(app, "source", None))
     return ToolMap(
         by_name,
         toolsets=toolsets,
@@ -236,7 +272,8 @@ def _label(where: tuple[str | int, ...]) -> str:
     return f"tools[{where[1]}]" if where else "the tools passed in code"
 
 
-def _locate(problems: list[Problem], app: Any) -> list[Problem]:
+def locate_problems(problems: list[Problem], app: Any) -> list[Problem]:
+    """``problems`` with line and column filled in from the manifest file."""
     source = getattr(app, "source", None)
     if not source:
         return problems

@@ -1,5 +1,8 @@
 """Tools for testing seamkit plugins and apps (extra ``seamkit[testing]``).
 
+- :func:`build_agent`: an agent from a dict manifest, plugins registered
+  in-process, a :class:`ScriptedModel` playing given turns; :class:`Recorder`
+  records every hook call; :func:`stream_run` collects a streamed run.
 - :func:`run_event` / :func:`arun_event`: drive a list of hooks through one
   event without an agent, and get the net flow back.
 - :func:`scripted_hook`: a hook that returns (or raises) what you tell it.
@@ -17,21 +20,35 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .._scripted import ScriptedModel, ScriptError
+    from ._agents import Recorder, StreamedRun, build_agent, stream_run
     from ._checks import check_hook_composes, check_patch_laws
     from ._harness import Opaque, arun_event, make_context, run_event, scripted_hook
 
 __all__ = [
     "Opaque",
+    "Recorder",
+    "ScriptError",
+    "ScriptedModel",
+    "StreamedRun",
     "arun_event",
+    "build_agent",
     "check_hook_composes",
     "check_patch_laws",
     "make_context",
     "run_event",
     "scripted_hook",
     "strategies",
+    "stream_run",
 ]
 
 _LAZY = {
+    "ScriptedModel": ".._scripted",
+    "ScriptError": ".._scripted",
+    "Recorder": "._agents",
+    "StreamedRun": "._agents",
+    "build_agent": "._agents",
+    "stream_run": "._agents",
     "Opaque": "._harness",
     "arun_event": "._harness",
     "make_context": "._harness",

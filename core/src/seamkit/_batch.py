@@ -1,0 +1,208 @@
+"""One turn's tool calls, run as an atomic batch.
+
+Each call goes: validation (the invalid-call path when it fails), then
+``on_pre_tool_use``, the tool body, ``on_post_tool_use``. Nothing is committed
+or surfaced here: the batch returns every call's settled outcome, in call
+order, or the stop that ended it. A stop (Terminate, Fail, a fail-closed hook
+error) is fail-fast: sequentially the remaining calls never start;
+concurrently no new call starts, calls in flight are drained, and the stop of
+the lowest call index wins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from . import flow as F
+from ._errors import HookError, InvalidToolCall
+from ._events import HookEvent
+from ._results import Failed, Outcome, Terminated, ToolCall, ToolResult
+
+__all__ = ["Settled", "Stop", "run_batch"]
+
+_PRE = HookEvent.ON_PRE_TOOL_USE
+_POST = HookEvent.ON_POST_TOOL_USE
+_INVALID = HookEvent.ON_INVALID_TOOL_CALL
+
+
+@dataclass(slots=True)
+class Settled:
+    """One call's outcome: its result, the effective call when the body ran
+    (``None`` for a skipped or invalid call), and whether it ends the run."""
+
+    call: ToolCall
+    result: ToolResult
+    executed: ToolCall | None
+    terminal: bool = False
+    invalid: bool = False
+
+
+@dataclass(slots=True)
+class Stop:
+    """A call that ended the run: the outcome, at call ``index``."""
+
+    index: int
+    outcome: Outcome
+
+
+class _Dropped:
+    """A call that never started because a sibling stopped the batch."""
+
+
+_DROPPED = _Dropped()
+
+
+class Batch:
+    """Runs one turn's calls; built per turn by the drive loop."""
+
+    __slots__ = ("_fired", "ctx", "dispatch", "stopped", "tools")
+
+    def __init__(self, run: Any, fired: Any) -> None:
+        self.ctx = run.ctx
+        self.tools = run.tools
+        self.dispatch = run.dispatcher.dispatch
+        self._fired = fired
+        self.stopped = False
+
+    async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
+        """Settle one call; never raises except on cancellation."""
+        try:
+            return await self._one(call)
+        except HookError as exc:
+            return Stop(call.index, Failed(error=str(exc.message)))
+
+    async def _one(self, call: ToolCall) -> Settled | Stop | _Dropped:
+        tool = self.tools.get(call.name)
+        values: dict[str, Any] | None = None
+        error: str | None = None
+        if tool is None:
+            error = f"unknown tool {call.name!r}"
+        elif call.arguments_error is not None:
+            error = f"invalid arguments for tool {call.name!r}: {call.arguments_error}"
+        else:
+            try:
+                values = tool.validate(call.arguments)
+            except InvalidToolCall as exc:
+                error = exc.message
+        if error is not None:
+            outcome = await self._invalid(call, error)
+            if not isinstance(outcome, ToolCall):
+                return outcome
+            call = outcome
+            tool = self.tools[call.name]
+            try:
+                values = tool.validate(call.arguments)
+            except InvalidToolCall as exc:
+                return Settled(
+                    call, _error(call, f"{exc.message} (after repair)"), None, False, True
+                )
+        assert tool is not None and values is not None
+        decided = await self.dispatch(_PRE, self.ctx, call)
+        self._fired(_PRE, decided)
+        kind = type(decided.flow)
+        if kind is F.Skip:
+            return Settled(call, ToolResult(call_id=call.id, content=decided.flow.reason), None)
+        if kind is F.Terminate:
+            return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
+        if kind is F.RewriteArgs:
+            arguments = dict(decided.flow.arguments)
+            call = call.model_copy(
+                update={"arguments": arguments, "raw_arguments": json.dumps(arguments)}
+            )
+            try:
+                values = tool.validate(arguments)
+            except InvalidToolCall as exc:
+                return Settled(
+                    call, _error(call, f"{exc.message} (after a hook rewrote them)"), None
+                )
+        if self.stopped:
+            return _DROPPED
+        result = await tool.invoke(values, self.ctx.action_context, call_id=call.id)
+        decided = await self.dispatch(_POST, self.ctx, call, result)
+        self._fired(_POST, decided)
+        kind = type(decided.flow)
+        if kind is F.RewriteResult:
+            result = result.model_copy(update={"content": decided.flow.content})
+        elif kind is F.Terminate:
+            return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
+        return Settled(call, result, call, tool.terminal and not result.is_error)
+
+    async def _invalid(self, call: ToolCall, error: str) -> Settled | Stop | ToolCall:
+        available = tuple(self.tools)
+        decided = await self.dispatch(_INVALID, self.ctx, call, error, available)
+        self._fired(_INVALID, decided)
+        flow = decided.flow
+        kind = type(flow)
+        if kind is F.Continue:
+            text = f"{error}. Available tools: {', '.join(available) or 'none'}."
+            return Settled(call, ToolResult.error(text, call_id=call.id), None, False, True)
+        if kind is F.Retry:
+            return Settled(
+                call, ToolResult.error(flow.feedback, call_id=call.id), None, False, True
+            )
+        if kind is F.Skip:
+            return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
+        if kind is F.Terminate:
+            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
+        if kind is F.Fail:
+            return Stop(call.index, Failed(error=flow.reason))
+        # Repair: the replacement call goes through on_pre_tool_use like any other.
+        arguments = call.arguments if flow.arguments is None else dict(flow.arguments)
+        repaired = ToolCall(
+            id=call.id,
+            name=flow.tool_name,
+            arguments=arguments,
+            raw_arguments=json.dumps(arguments),
+            index=call.index,
+        )
+        if repaired.name not in self.tools:
+            text = f"unknown tool {repaired.name!r} (after repair)"
+            return Settled(call, _error(call, text), None, False, True)
+        return repaired
+
+
+def _error(call: ToolCall, text: str) -> ToolResult:
+    return ToolResult(call_id=call.id, content=f"Error: {text}", is_error=True, raised=True)
+
+
+async def run_batch(
+    run: Any, calls: list[ToolCall], concurrency: int, fired: Any
+) -> list[Settled] | Stop:
+    """Settle every call of a turn; the settled outcomes in call order, or the
+    stop that ends the run (the lowest call index when several stopped)."""
+    batch = Batch(run, fired)
+    if concurrency <= 1 or len(calls) <= 1:
+        settled: list[Settled] = []
+        for call in calls:
+            outcome = await batch.one(call)
+            if isinstance(outcome, Stop):
+                return outcome
+            assert isinstance(outcome, Settled)
+            settled.append(outcome)
+        return settled
+    gate = asyncio.Semaphore(concurrency)
+
+    async def guarded(call: ToolCall) -> Settled | Stop | _Dropped:
+        async with gate:
+            if batch.stopped:
+                return _DROPPED
+            outcome = await batch.one(call)
+            if isinstance(outcome, Stop):
+                batch.stopped = True
+            return outcome
+
+    tasks = [asyncio.ensure_future(guarded(call)) for call in calls]
+    try:
+        outcomes = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    stops = [o for o in outcomes if isinstance(o, Stop)]
+    if stops:
+        return min(stops, key=lambda s: s.index)
+    return [o for o in outcomes if isinstance(o, Settled)]

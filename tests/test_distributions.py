@@ -109,6 +109,7 @@ def test_installed_kind_is_in_the_schema(fresh_env: Env) -> None:
 
 def test_validate_accepts_the_installed_kind(fresh_env: Env, tmp_path: Path) -> None:
     app = tmp_path / "app.yaml"
+    (tmp_path / "script.yaml").write_text("- text: ok\n")
     app.write_text(
         "name: demo\nmodel: scripted:script.yaml\nhooks:\n"
         "  - kind: note\n    event: on_request_start\n    text: be brief\n"
@@ -121,6 +122,7 @@ def test_validate_accepts_the_installed_kind(fresh_env: Env, tmp_path: Path) -> 
 
 def test_installed_tool_kind_resolves_into_tools(fresh_env: Env, tmp_path: Path) -> None:
     app = tmp_path / "app.yaml"
+    (tmp_path / "script.yaml").write_text("- text: ok\n")
     app.write_text(
         "name: demo\nmodel: scripted:script.yaml\ntools:\n"
         "  - {kind: echo, toolset: fixture, text: hi, names: [echo, 'say hi']}\n"
@@ -150,7 +152,8 @@ def test_tool_resolution_errors_name_the_entries(fresh_env: Env, tmp_path: Path)
         "tools[1]" in out.stderr
     )
     assert f"{app}:6:5: tools[2]: function tool 'nowhere_at_all:f': no module named" in out.stderr
-    assert f"{app}: 2 errors" in out.stderr
+    assert f"{app}:2:8: model: cannot read model script" in out.stderr  # every problem at once
+    assert f"{app}: 3 errors" in out.stderr
     assert "Traceback" not in out.stderr
 
 

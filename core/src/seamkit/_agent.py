@@ -91,26 +91,42 @@ class Agent:
         """
         app = source if isinstance(source, AppConfig) else AppConfig.load(source, registry=registry)
         base_dir = Path(app.source).resolve().parent if app.source else None
+        from ._loader import get_registry
+        from ._toolmap import locate_problems
+
+        registry = registry if registry is not None else get_registry()
+        problems: list[Problem] = []
         try:
-            agent = cls(
-                model if model is not None else app.model,
-                name=app.name,
-                preamble=app.preamble,
-                settings=app.settings,
-                clock=clock,
-                registry=registry,
-                base_dir=base_dir,
+            built = resolve_model(
+                model if model is not None else app.model, registry=registry, base_dir=base_dir
             )
         except SeamkitError as exc:
-            problem = Problem(("model",), exc.message, exc.hint)
-            raise ManifestError([problem], source=app.source) from None
+            problems.append(Problem(("model",), exc.message, exc.hint))
+            built = _UNBUILT
+        agent = cls(
+            built,
+            name=app.name,
+            preamble=app.preamble,
+            settings=app.settings,
+            clock=clock,
+            registry=registry,
+            base_dir=base_dir,
+        )
         agent.config = app
         try:
-            agent._set_tools(
-                await resolve_tools(app, tools=tools, agent=agent, registry=agent.registry)
-            )
-            configured = await agent._configured_hooks(app)
-            agent._set_hooks([*configured, *hooks])
+            try:
+                agent._set_tools(
+                    await resolve_tools(app, tools=tools, agent=agent, registry=registry)
+                )
+            except ManifestError as exc:
+                problems.extend(exc.problems)
+            try:
+                configured = await agent._configured_hooks(app)
+                agent._set_hooks([*configured, *hooks])
+            except ManifestError as exc:
+                problems.extend(exc.problems)
+            if problems:
+                raise ManifestError(locate_problems(problems, app), source=app.source)
         except BaseException:
             await agent.aclose()
             raise
@@ -280,6 +296,21 @@ class Agent:
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
+
+
+class _Unbuilt:
+    """Stands in for a model that could not be built while the rest of a
+    manifest is checked; never run."""
+
+    async def complete(self, request: ModelRequest) -> Any:
+        raise SeamkitError("this agent's model could not be built")
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        raise SeamkitError("this agent's model could not be built")
+        yield  # pragma: no cover
+
+
+_UNBUILT: Any = _Unbuilt()
 
 
 def _messages(input: Input) -> list[Message]:

@@ -136,9 +136,10 @@ def describe(func: Callable[..., Any], *, description: str | None = None) -> Too
         model = create_model(
             f"{getattr(func, '__name__', 'tool')}_arguments",
             __config__=ConfigDict(
-                extra="allow" if accepts_extra else "forbid",
+                extra="forbid",
                 populate_by_name=False,
                 arbitrary_types_allowed=False,
+                strict=True,
             ),
             **fields,
         )
@@ -152,6 +153,8 @@ def describe(func: Callable[..., Any], *, description: str | None = None) -> Too
         ) from None
     parameters.pop("title", None)
     parameters.setdefault("properties", {})
+    if accepts_extra:
+        parameters["additionalProperties"] = True
     return ToolSignature(
         model=model,
         fields=tuple(pairs),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import logging
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -16,7 +17,6 @@ from pydantic_core import to_json
 
 from ._context import ActionContext
 from ._errors import InvalidToolCall, SeamkitError
-from ._names import check_toolname
 from ._results import ToolResult, ToolSpec
 from ._secret import MASK, Secret
 from ._signature import ToolSignature, describe
@@ -34,6 +34,10 @@ _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
 class Tool:
     """A function the model can call.
 
+    Its ``name`` may be any text: a tool used under a ``toolset`` gets the
+    sanitised ``<toolset>_<name>``; one used as it is must match the tool-name
+    grammar, which is checked when the agent's tools are resolved.
+
     Made with :func:`seamkit.tool` (or :meth:`Tool.from_function`). Calling
     the object calls the function directly; :meth:`call` is what the agent
     does: validate the model's arguments, inject what the function asks for
@@ -45,6 +49,8 @@ class Tool:
         "__wrapped__",
         "_async",
         "_fields",
+        "_injected_names",
+        "_names",
         "_sig",
         "_spec",
         "_validate",
@@ -72,11 +78,10 @@ class Tool:
         self.function = function
         self.__wrapped__ = function
         self.name = name if name is not None else getattr(function, "__name__", "")
-        problem = check_toolname(self.name)
-        if problem:
+        if not isinstance(self.name, str) or not self.name:
             raise SeamkitError(
-                f"tool {_qualname(function)}: {problem}",
-                hint="pass a valid name: @seamkit.tool(name='...')",
+                f"tool {_qualname(function)}: a tool needs a non-empty name",
+                hint="pass one: @seamkit.tool(name='...')",
             )
         if timeout_seconds is not None and not (
             isinstance(timeout_seconds, int | float) and timeout_seconds > 0
@@ -93,7 +98,9 @@ class Tool:
         self.timeout_seconds: float | None = timeout_seconds
         self._async = _is_async(function)
         self._fields = self._sig.fields
-        self._validate = self._sig.model.__pydantic_validator__.validate_python
+        self._validate = self._sig.model.__pydantic_validator__.validate_json
+        self._names = frozenset(self._sig.argument_names)
+        self._injected_names = frozenset(i.param for i in self._sig.injections)
         self._spec = ToolSpec(
             name=self.name, description=self.description, parameters=self._sig.parameters
         )
@@ -161,8 +168,16 @@ class Tool:
                 tool=self.name,
                 errors=("arguments must be a JSON object",),
             )
+        extra: dict[str, Any] = {}
+        if self._sig.accepts_extra:
+            names = self._names
+            extra = {k: v for k, v in arguments.items() if k not in names}
+            if extra:
+                arguments = {k: v for k, v in arguments.items() if k in names}
         try:
-            model = self._validate(arguments)
+            # Strict, with JSON's meaning: what the schema accepts, and only
+            # that ("2026-01-02" is a date, "5" is not an integer).
+            model = self._validate(to_json(arguments), strict=True)
         except ValidationError as exc:
             errors = tuple(self._explain(exc))
             raise InvalidToolCall(
@@ -170,11 +185,16 @@ class Tool:
                 tool=self.name,
                 errors=errors,
             ) from None
+        except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
+            raise InvalidToolCall(
+                f"invalid arguments for tool {self.name!r}: {exc}",
+                tool=self.name,
+                errors=(str(exc),),
+            ) from None
         values = model.__dict__
         out = {param: values[field] for field, param in self._fields}
-        extra = model.__pydantic_extra__
         if extra:
-            taken = sorted(set(extra) & {i.param for i in self._sig.injections})
+            taken = sorted(set(extra) & self._injected_names)
             if taken:
                 errors = tuple(f"{name!r} is not an argument of this tool" for name in taken)
                 raise InvalidToolCall(
@@ -289,13 +309,14 @@ class Tool:
         out: list[str] = []
         for error in exc.errors(include_url=False, include_input=False):
             loc = ".".join(str(p) for p in error["loc"])
-            if error["type"] == "extra_forbidden":
+            top = len(error["loc"]) == 1
+            if error["type"] == "extra_forbidden" and top:
                 if loc in injected:
                     out.append(f"{loc!r} is not an argument of this tool")
                 else:
                     known = ", ".join(self._sig.argument_names) or "none"
                     out.append(f"unexpected argument {loc!r} (arguments: {known})")
-            elif error["type"] == "missing":
+            elif error["type"] == "missing" and top:
                 out.append(f"missing required argument {loc!r}")
             else:
                 out.append(f"{loc}: {error['msg']}" if loc else error["msg"])
@@ -367,7 +388,10 @@ def _scrub(text: str, context: ActionContext) -> str:
         if isinstance(value, Secret):
             plain = value.get_secret_value()
             if isinstance(plain, str) and plain:
-                text = text.replace(plain, MASK)
+                # The plain text, and the escaped forms repr() and JSON give it.
+                for form in {plain, repr(plain)[1:-1], json.dumps(plain)[1:-1]}:
+                    if form:
+                        text = text.replace(form, MASK)
     return text
 
 

@@ -33,7 +33,7 @@ BASE = "name: demo\nmodel: scripted:s.yaml\n"
 def test_unknown_kind_lists_the_installed_kinds(tmp_path, registry) -> None:  # type: ignore[no-untyped-def]
     lines = errors(tmp_path, registry, BASE + "hooks:\n  - kind: zzz\n    event: on_pre_llm\n")
     assert lines[0].endswith("app.yaml:4:11: hooks[0].kind: unknown hook kind 'zzz'")
-    assert lines[1] == "  hint: installed hook kinds: note"
+    assert lines[1] == "  hint: installed hook kinds: note, tool_call"
 
 
 def test_close_kind_gets_a_did_you_mean(tmp_path, registry) -> None:  # type: ignore[no-untyped-def]

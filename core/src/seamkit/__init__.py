@@ -28,6 +28,14 @@ if TYPE_CHECKING:
     )
     from ._events import HookEvent
     from ._function_kind import FunctionToolConfig
+    from ._injection import (
+        Frequency,
+        SyntheticId,
+        freshest_expiry,
+        inject_tool_result,
+        parse_synthetic_id,
+        synthetic_id,
+    )
     from ._loader import get_registry, load_plugins
     from ._markers import hookimpl
     from ._messages import Document, FunctionCall, Message, MessageToolCall
@@ -70,6 +78,7 @@ __all__ = [
     "Dispatched",
     "Document",
     "Failed",
+    "Frequency",
     "FunctionCall",
     "FunctionToolConfig",
     "HookConfig",
@@ -102,6 +111,7 @@ __all__ = [
     "SessionBusy",
     "SessionStore",
     "Settings",
+    "SyntheticId",
     "Terminated",
     "Tool",
     "ToolCall",
@@ -112,13 +122,17 @@ __all__ = [
     "Usage",
     "__version__",
     "flow",
+    "freshest_expiry",
     "get_registry",
     "hookimpl",
     "hookspecs",
+    "inject_tool_result",
     "load_plugins",
+    "parse_synthetic_id",
     "resolve_tools",
     "sanitize_toolname",
     "stream",
+    "synthetic_id",
     "tool",
 ]
 
@@ -155,6 +169,12 @@ _LAZY: dict[str, str] = {
     "HookStack": "._dispatch",
     "FunctionToolConfig": "._function_kind",
     "get_registry": "._loader",
+    "Frequency": "._injection",
+    "SyntheticId": "._injection",
+    "freshest_expiry": "._injection",
+    "inject_tool_result": "._injection",
+    "parse_synthetic_id": "._injection",
+    "synthetic_id": "._injection",
     "load_plugins": "._loader",
     "hookimpl": "._markers",
     "Document": "._messages",

@@ -89,6 +89,8 @@ class _Printer:
     def __init__(self) -> None:
         self.outcome = "failed"
         self._open_line = False
+        self._turn = 0
+        self._turn_text = ""
 
     def _note(self, text: str) -> None:
         if self._open_line:
@@ -100,6 +102,9 @@ class _Printer:
         from . import stream as S
 
         if isinstance(event, S.TextDelta):
+            if event.turn != self._turn:
+                self._turn, self._turn_text = event.turn, ""
+            self._turn_text += event.text
             click.echo(event.text, nl=False)
             self._open_line = True
         elif isinstance(event, S.HookFired):
@@ -116,8 +121,8 @@ class _Printer:
             if self._open_line:
                 click.echo()
                 self._open_line = False
-            elif result.output and result.outcome.kind == "completed":
-                click.echo(result.output)
+            if result.outcome.kind == "completed" and result.output not in (None, self._turn_text):
+                click.echo(result.output)  # a terminal tool's result: never streamed
             self._note(_summary(result))
 
 

@@ -1,0 +1,217 @@
+"""Synthetic tool-call injection: put a tool call and its result into the
+messages as if the model had asked for it, so any hook kind can add context.
+
+A pair is an assistant message with empty content and one tool call, followed
+by the tool message answering it. Its id follows one grammar, at most 40
+characters (OpenAI's limit)::
+
+    synth_{h6(name)}{h6(args)}{h6(content)}[_{expiry:08x}]
+
+``h6(s)`` is the first 6 hex digits of SHA-256 of ``s``; ``args`` is
+``json.dumps(arguments, sort_keys=True)`` of the arguments as written (secrets
+as their ``${secret:...}`` text); ``expiry`` is Unix seconds in hex. The first
+12 hex digits identify name and arguments, all 18 name, arguments and content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets as _random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from ._messages import Message, MessageToolCall
+from ._secret import MASK, Secret
+
+__all__ = [
+    "Frequency",
+    "SyntheticId",
+    "freshest_expiry",
+    "inject_tool_result",
+    "parse_synthetic_id",
+    "synthetic_id",
+]
+
+Frequency = Literal["always", "append_if_changed", "once"]
+"""How often a hook injects: a new pair every time; replace an unchanged pair
+in place or add a changed one (the default); only when none exists."""
+
+PREFIX = "synth_"
+_ID = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_([0-9a-f]+))?")
+MAX_ID = 40
+
+
+def _h6(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
+
+
+def _identity_text(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return value.source or MASK
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def arguments_text(arguments: Mapping[str, Any]) -> str:
+    """``json.dumps(arguments, sort_keys=True)``, secrets as their manifest text."""
+    return json.dumps(arguments, sort_keys=True, default=_identity_text)
+
+
+def _expiry_seconds(expiry: datetime | int | None) -> int | None:
+    if expiry is None:
+        return None
+    if isinstance(expiry, datetime):
+        if expiry.tzinfo is None:
+            raise ValueError("an expiry must be an aware datetime")
+        return int(expiry.timestamp())
+    return int(expiry)
+
+
+def synthetic_id(
+    name: str,
+    arguments: Mapping[str, Any],
+    content: str,
+    *,
+    expiry: datetime | int | None = None,
+) -> str:
+    """The id of a pair: ``synth_{h6(name)}{h6(args)}{h6(content)}[_{expiry:08x}]``."""
+    text = f"{PREFIX}{_h6(name)}{_h6(arguments_text(arguments))}{_h6(content)}"
+    seconds = _expiry_seconds(expiry)
+    if seconds is not None:
+        if seconds < 0:
+            raise ValueError("an expiry cannot be before 1970")
+        text += f"_{seconds:08x}"
+    if len(text) > MAX_ID:
+        raise ValueError(f"expiry {seconds} makes the id longer than {MAX_ID} characters")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class SyntheticId:
+    """A parsed pair id: the three hashes and the expiry (Unix seconds, or
+    ``None`` when the id has none or it does not parse)."""
+
+    name_hash: str
+    args_hash: str
+    content_hash: str
+    expiry: int | None
+
+    @property
+    def identity(self) -> str:
+        """Name and arguments: the first 12 hex digits."""
+        return self.name_hash + self.args_hash
+
+    @property
+    def key(self) -> str:
+        """Name, arguments and content: all 18 hex digits."""
+        return self.name_hash + self.args_hash + self.content_hash
+
+
+def parse_synthetic_id(text: str) -> SyntheticId | None:
+    """The parts of a synthetic id, or ``None`` when ``text`` is not one."""
+    match = _ID.match(text)
+    if match is None:
+        return None
+    tail = text[match.end() :]
+    raw = match.group(4)
+    expiry = int(raw, 16) if raw is not None and not tail else None
+    return SyntheticId(match.group(1), match.group(2), match.group(3), expiry)
+
+
+def _pairs(messages: Sequence[Message], identity: str) -> list[tuple[int, SyntheticId]]:
+    """``(index of the assistant message, parsed id)`` of every well-formed pair
+    with this identity (name and arguments)."""
+    prefix = PREFIX + identity
+    found = []
+    for i in range(1, len(messages)):
+        tool_msg = messages[i]
+        call_id = tool_msg.tool_call_id
+        if call_id is None or not call_id.startswith(prefix):
+            continue
+        calls = messages[i - 1].tool_calls
+        if not calls or len(calls) != 1 or calls[0].id != call_id:
+            continue
+        parsed = parse_synthetic_id(call_id)
+        if parsed is not None:
+            found.append((i - 1, parsed))
+    return found
+
+
+def freshest_expiry(
+    messages: Sequence[Message], name: str, arguments: Mapping[str, Any]
+) -> int | None:
+    """The largest expiry (Unix seconds) among the pairs with this name and
+    these arguments, or ``None`` when none has one."""
+    identity = _h6(name) + _h6(arguments_text(arguments))
+    expiries = [p.expiry for _, p in _pairs(messages, identity) if p.expiry is not None]
+    return max(expiries) if expiries else None
+
+
+def inject_tool_result(
+    messages: Sequence[Message],
+    *,
+    name: str,
+    arguments: Mapping[str, Any],
+    content: str,
+    frequency: Frequency = "append_if_changed",
+    expiry: datetime | int | None = None,
+    shown_arguments: Mapping[str, Any] | None = None,
+) -> list[Message]:
+    """``messages`` with a pair for a call of tool ``name`` with ``arguments``
+    that returned ``content``.
+
+    ``arguments`` give the pair its identity (as written: templates
+    unrendered, secrets as `Secret`); ``shown_arguments`` (default: the same)
+    are what the assistant message shows, with every `Secret` as ``***``.
+
+    - ``always``: a new pair at the end (its id hashes a random value, so ids
+      never repeat);
+    - ``append_if_changed``: a pair with the same name, arguments and content
+      is replaced in place (fresh id and expiry); else, when a pair with the
+      same name and arguments exists, the new pair goes at the end; else right
+      after the first user message (at the end when there is none);
+    - ``once``: only when no pair with the same name and arguments exists.
+
+    Messages outside the replaced pair are never changed or reordered.
+    """
+    key_content = _random.token_hex(16) if frequency == "always" else content
+    new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
+    shown = json.dumps(
+        shown_arguments if shown_arguments is not None else arguments, default=_mask
+    )
+    pair = [
+        Message.assistant("", [MessageToolCall.make(new_id, name, shown)]),
+        Message.tool(new_id, content),
+    ]
+    out = list(messages)
+    if frequency == "always":
+        return [*out, *pair]
+    identity = new_id[len(PREFIX) : len(PREFIX) + 12]
+    existing = _pairs(out, identity)
+    if frequency == "once":
+        return out if existing else _after_first_user(out, pair)
+    key = new_id[len(PREFIX) : len(PREFIX) + 18]
+    same = [index for index, parsed in existing if parsed.key == key]
+    if same:
+        index = same[-1]
+        out[index : index + 2] = pair
+        return out
+    if existing:
+        return [*out, *pair]
+    return _after_first_user(out, pair)
+
+
+def _after_first_user(messages: list[Message], pair: list[Message]) -> list[Message]:
+    for i, message in enumerate(messages):
+        if message.role == "user":
+            return [*messages[: i + 1], *pair, *messages[i + 1 :]]
+    return [*messages, *pair]
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return MASK
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")

@@ -1,0 +1,220 @@
+"""seamkit plugin: the ``tool_call`` hook kind.
+
+At ``on_request_start`` it calls one of the agent's tools and injects the
+call and its result into the messages (a synthetic pair); at
+``on_completion`` it only calls the tool. Written against seamkit's public API.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal
+
+import seamkit
+from pydantic import Field, model_validator
+from seamkit.flow import RewriteMessages
+
+__all__ = ["ToolCallHook", "ToolCallHookConfig"]
+__seamkit_api__ = 1
+
+log = logging.getLogger("seamkit.tool_call")
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?)\s*\}\}")
+_NAMES = ("user_message", "output", "run_id")
+
+
+class ToolCallHookConfig(seamkit.HookConfig):
+    """Call a tool; at ``on_request_start`` inject its result into the messages."""
+
+    default_on_error: ClassVar[Literal["skip", "fail"]] = "skip"
+
+    kind: Literal["tool_call"] = "tool_call"
+    toolset_name: str | None = Field(
+        default=None,
+        description="The toolset of the tool (its entry's 'toolset'); the final name is "
+        "sanitize_toolname('<toolset_name>_<tool_name>'). Leave out for a tool used by its "
+        "own name.",
+    )
+    tool_name: str = Field(
+        description="The tool's name in its toolset, or its final name without toolset_name."
+    )
+    arguments: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Arguments of the call. Strings may hold {{ user_message }}, "
+        "{{ output }} (on_completion only), {{ run_id }} and {{ context.NAME }}, rendered "
+        "at call time.",
+    )
+    frequency: seamkit.Frequency | None = Field(
+        default=None,
+        description="on_request_start only: always, append_if_changed (default) or once.",
+    )
+    refresh_condition: seamkit.AnyRefreshCondition | None = Field(
+        default=None,
+        description="on_request_start only: while the newest injected result is fresh, "
+        "the tool is not called again.",
+    )
+
+    @model_validator(mode="after")
+    def _check_event(self) -> ToolCallHookConfig:
+        if self.event == "on_completion":
+            for field in ("frequency", "refresh_condition"):
+                if getattr(self, field) is not None:
+                    raise ValueError(
+                        f"{field} is only for on_request_start: at on_completion the tool "
+                        f"is called and nothing is injected"
+                    )
+        for name in _placeholders(self.arguments):
+            root = name.split(".", 1)[0]
+            if root == "context" and "." in name:
+                continue
+            if root not in _NAMES or "." in name:
+                raise ValueError(
+                    f"unknown placeholder {{{{ {name} }}}} in arguments; use "
+                    f"user_message, output, run_id or context.NAME"
+                )
+            if root == "output" and self.event != "on_completion":
+                raise ValueError("{{ output }} exists only at on_completion")
+        return self
+
+    @property
+    def final_name(self) -> str:
+        """The tool's final name, as the agent's tool map knows it."""
+        if self.toolset_name:
+            return seamkit.sanitize_toolname(f"{self.toolset_name}_{self.tool_name}")
+        return self.tool_name
+
+
+def _placeholders(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return _PLACEHOLDER.findall(value)
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _placeholders(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _placeholders(v)]
+    return []
+
+
+class ToolCallHook:
+    """The hook a ``tool_call`` entry builds: the tool is looked up once, when
+    the agent is built."""
+
+    def __init__(self, config: ToolCallHookConfig, agent: Any) -> None:
+        self.config = config
+        final = config.final_name
+        tool = agent.tools.get(final)
+        if tool is None:
+            label = config.name or "tool_call"
+            how = (
+                f"toolset_name {config.toolset_name!r} + tool_name {config.tool_name!r}"
+                if config.toolset_name
+                else f"tool_name {config.tool_name!r}"
+            )
+            raise seamkit.SeamkitError(
+                f"hook {label!r}: no tool named {final!r} ({how})",
+                hint=f"the agent's tools: {', '.join(agent.tools) or 'none'}",
+            )
+        self.tool: seamkit.Tool = tool
+        self.final_name = final
+        self.frequency: seamkit.Frequency = config.frequency or "append_if_changed"
+
+    async def on_request_start(
+        self, ctx: seamkit.HookContext, messages: Sequence[seamkit.Message]
+    ) -> RewriteMessages | None:
+        """Call the tool (unless its last result is still fresh) and inject it."""
+        config = self.config
+        condition = config.refresh_condition
+        now = ctx.now()
+        if condition is not None:
+            newest = seamkit.freshest_expiry(messages, self.final_name, config.arguments)
+            if newest is not None and newest > now.timestamp():
+                return None
+        values = {"user_message": _last_user(messages), "run_id": ctx.run_id}
+        result = await self._call(ctx, values)
+        expiry = condition.expiry(now) if condition is not None else None
+        injected = seamkit.inject_tool_result(
+            messages,
+            name=self.final_name,
+            arguments=config.arguments,
+            content=result.content,
+            frequency=self.frequency,
+            expiry=expiry,
+            shown_arguments=_render(config.arguments, ctx, values, shown=True),
+        )
+        return RewriteMessages(injected)
+
+    async def on_completion(self, ctx: seamkit.HookContext, result: seamkit.RunResult) -> None:
+        """Call the tool with the run's output in reach; inject nothing."""
+        values = {
+            "user_message": _last_user(result.transcript),
+            "output": result.output or "",
+            "run_id": ctx.run_id,
+        }
+        await self._call(ctx, values)
+
+    async def _call(self, ctx: seamkit.HookContext, values: dict[str, Any]) -> seamkit.ToolResult:
+        arguments = _render(self.config.arguments, ctx, values, shown=False)
+        try:
+            result = await self.tool.call(arguments, ctx.action_context)
+        except seamkit.InvalidToolCall as exc:
+            raise seamkit.SeamkitError(f"tool {self.final_name!r}: {exc.message}") from None
+        if result.raised:
+            # A failure (exception, time-out, missing dependency): the hook's
+            # on_error decides; under skip nothing is injected.
+            raise seamkit.SeamkitError(f"tool {self.final_name!r} failed: {result.content}")
+        return result
+
+
+def _last_user(messages: Sequence[seamkit.Message]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            return message.text
+    return ""
+
+
+def _render(value: Any, ctx: seamkit.HookContext, values: dict[str, Any], *, shown: bool) -> Any:
+    """``value`` with its placeholders filled in. ``shown=False`` gives what
+    the tool receives (secrets revealed); ``shown=True`` what the injected
+    message shows (secrets stay `Secret`, printed as ``***``)."""
+    if isinstance(value, seamkit.Secret):
+        return value if shown else value.get_secret_value()
+    if isinstance(value, dict):
+        return {k: _render(v, ctx, values, shown=shown) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render(v, ctx, values, shown=shown) for v in value]
+    if not isinstance(value, str) or "{{" not in value:
+        return value
+
+    def lookup(name: str) -> Any:
+        if name.startswith("context."):
+            prop = name.split(".", 1)[1]
+            found = ctx.action_context.get(prop, _MISSING)
+            if found is _MISSING:
+                raise seamkit.SeamkitError(
+                    f"placeholder {{{{ {name} }}}}: the request's context has no property "
+                    f"{prop!r}",
+                    hint=f"context properties: {', '.join(ctx.action_context) or 'none'}",
+                )
+            if isinstance(found, seamkit.Secret):
+                return found if shown else found.get_secret_value()
+            return found
+        return values.get(name, "")
+
+    whole = _PLACEHOLDER.fullmatch(value.strip())
+    if whole is not None:
+        return lookup(whole.group(1))  # a lone placeholder keeps the value's type
+    return _PLACEHOLDER.sub(lambda m: str(lookup(m.group(1))), value)
+
+
+_MISSING: Any = object()
+
+
+@seamkit.hookimpl
+def register_hook_kinds(register: Callable[..., None]) -> None:
+    """Register the ``tool_call`` kind, at on_request_start and on_completion."""
+    register(
+        ToolCallHookConfig,
+        ToolCallHook,
+        events={seamkit.HookEvent.ON_REQUEST_START, seamkit.HookEvent.ON_COMPLETION},
+    )

@@ -34,9 +34,3 @@ def save_memory(user: str, text: str, _memory_dir: str = ".") -> str:
     memories.setdefault(user, []).append(text)
     store.write_text(json.dumps(memories, indent=1))
     return "saved"
-
-
-@seamkit.tool
-def user_profile(user: str) -> dict[str, str]:
-    """A user's profile (used by its own name, without a toolset)."""
-    return {"user": user, "language": "en"}

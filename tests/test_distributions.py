@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -69,6 +70,8 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     env.pip(
         str(ROOT / "core"),
         str(ROOT / "plugins" / "refresh-ttl"),
+        str(ROOT / "contrib" / "refresh-daily"),
+        str(ROOT / "plugins" / "tool-call"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -87,6 +90,31 @@ def test_installed_plugin_appears_in_plugins(fresh_env: Env) -> None:
     assert "ModuleNotFoundError" in plugins["broken"]["error"]
     assert "already registered by plugin 'ttl'" in plugins["ttl_dupe"]["error"]
     assert "__seamkit_api__ = 2" in plugins["future"]["error"]
+
+
+def test_contrib_plugin_appears_in_plugins(fresh_env: Env) -> None:
+    out = fresh_env.seamkit("plugins", "--json")
+    assert out.returncode == 0, out.stderr
+    daily = {p["name"]: p for p in json.loads(out.stdout)}["daily"]
+    assert (daily["distribution"], daily["version"]) == ("seamkit-refresh-daily", "0.1.0")
+    assert daily["kinds"] == ["refresh:daily"]
+    assert daily["error"] is None
+
+
+def test_the_memory_example_runs_with_the_installed_tool_call_plugin(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    example = tmp_path / "memory"
+    shutil.copytree(ROOT / "docs" / "examples" / "memory", example)
+    args = ["--session", "s", "--store", str(tmp_path / "s.sqlite"), "--context", "user=ann"]
+    args += ["--context", f"memory_dir={tmp_path}"]
+    for now in ("2026-11-22T09:00:00Z", "2026-11-22T09:10:00Z"):
+        out = fresh_env.seamkit(
+            "run", str(example / "app.yaml"), "hello", *args, env={"SEAMKIT_NOW": now}
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == "Noted.\n"
+    assert (tmp_path / "calls.log").read_text() == "get_memories ann\n"  # fresh at 09:10
 
 
 def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:

@@ -166,7 +166,7 @@ def test_refresh_condition_takes_the_installed_union(registry) -> None:  # type:
     problem = info.value.problems[0]
     assert problem.path == "hooks[0].refresh_condition.kind"
     assert problem.message == "unknown refresh condition 'hourly'"
-    assert problem.hint == "installed refresh conditions: ttl"
+    assert problem.hint == "installed refresh conditions: daily, ttl"
 
 
 def test_common_hook_rules(registry) -> None:  # type: ignore[no-untyped-def]

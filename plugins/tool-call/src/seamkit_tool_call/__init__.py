@@ -192,8 +192,7 @@ def _render(value: Any, ctx: seamkit.HookContext, values: dict[str, Any], *, sho
             found = ctx.action_context.get(prop, _MISSING)
             if found is _MISSING:
                 raise seamkit.SeamkitError(
-                    f"placeholder {{{{ {name} }}}}: the request's context has no property "
-                    f"{prop!r}",
+                    f"placeholder {{{{ {name} }}}}: the request's context has no property {prop!r}",
                     hint=f"context properties: {', '.join(ctx.action_context) or 'none'}",
                 )
             if isinstance(found, seamkit.Secret):

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import secrets as _random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, Literal
 
 from ._messages import Message, MessageToolCall
@@ -41,7 +43,9 @@ Frequency = Literal["always", "append_if_changed", "once"]
 in place or add a changed one (the default); only when none exists."""
 
 PREFIX = "synth_"
-_ID = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_([0-9a-f]+))?")
+_ID = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_(.*))?", re.DOTALL)
+_EXPIRY = re.compile(r"[0-9a-f]{8,}")
+_GET_ID = attrgetter("tool_call_id")
 MAX_ID = 40
 
 
@@ -66,7 +70,7 @@ def _expiry_seconds(expiry: datetime | int | None) -> int | None:
     if isinstance(expiry, datetime):
         if expiry.tzinfo is None:
             raise ValueError("an expiry must be an aware datetime")
-        return int(expiry.timestamp())
+        return math.floor(expiry.timestamp())
     return int(expiry)
 
 
@@ -111,32 +115,83 @@ class SyntheticId:
 
 
 def parse_synthetic_id(text: str) -> SyntheticId | None:
-    """The parts of a synthetic id, or ``None`` when ``text`` is not one."""
-    match = _ID.match(text)
+    """The parts of a synthetic id, or ``None`` when ``text`` is not one.
+
+    An id whose part after the ``_`` is not an expiry (8 or more lowercase
+    hex digits) is still an id, without an expiry.
+    """
+    match = _ID.fullmatch(text)
     if match is None:
         return None
-    tail = text[match.end() :]
     raw = match.group(4)
-    expiry = int(raw, 16) if raw is not None and not tail else None
+    expiry = int(raw, 16) if raw is not None and _EXPIRY.fullmatch(raw) else None
     return SyntheticId(match.group(1), match.group(2), match.group(3), expiry)
 
 
 def _pairs(messages: Sequence[Message], identity: str) -> list[tuple[int, SyntheticId]]:
     """``(index of the assistant message, parsed id)`` of every well-formed pair
-    with this identity (name and arguments)."""
+    with this identity (name and arguments).
+
+    Histories run to thousands of messages, so the scan is left to C code:
+    the tool-call ids are read with one ``map``, the present ones joined and
+    searched with ``str.find``, and a hit is placed with ``list.index``. The
+    last scan of a tuple is remembered, so a freshness check followed by an
+    injection on the same messages scans once.
+    """
+    key = (id(messages), len(messages), identity)
+    cached = _last_scan[0]  # one read: another thread may replace it meanwhile
+    if cached is not None and cached[0] == key and cached[1] is messages:
+        return list(cached[2])
     prefix = PREFIX + identity
+    ids = list(map(_GET_ID, messages))
+    joined = "\x00".join(filter(None, ids))
+    found: list[tuple[int, SyntheticId]] = []
+    pos = joined.find(prefix)
+    start = 0
+    while pos != -1:
+        end = joined.find("\x00", pos)
+        if pos == 0 or joined[pos - 1] == "\x00":
+            call_id = joined[pos:] if end == -1 else joined[pos:end]
+            try:
+                index = ids.index(call_id, start)
+            except ValueError:  # an id held a NUL: look the slow way
+                found = _pairs_slowly(messages, prefix)
+                break
+            start = index + 1
+            pair = _pair_at(messages, index, call_id)
+            if pair is not None:
+                found.append(pair)
+        if end == -1:
+            break
+        pos = joined.find(prefix, end)
+    if isinstance(messages, tuple):
+        _last_scan[0] = (key, messages, tuple(found))
+    return found
+
+
+_last_scan: list[Any] = [None]
+"""The last scan of a tuple: (key, the tuple, its pairs). Holding the tuple
+keeps its id from being reused while the entry lives."""
+
+
+def _pair_at(messages: Sequence[Message], i: int, call_id: str) -> tuple[int, SyntheticId] | None:
+    if i == 0:
+        return None
+    calls = messages[i - 1].tool_calls
+    if not calls or len(calls) != 1 or calls[0].id != call_id:
+        return None
+    parsed = parse_synthetic_id(call_id)
+    return None if parsed is None else (i - 1, parsed)
+
+
+def _pairs_slowly(messages: Sequence[Message], prefix: str) -> list[tuple[int, SyntheticId]]:
     found = []
-    for i in range(1, len(messages)):
-        tool_msg = messages[i]
-        call_id = tool_msg.tool_call_id
-        if call_id is None or not call_id.startswith(prefix):
-            continue
-        calls = messages[i - 1].tool_calls
-        if not calls or len(calls) != 1 or calls[0].id != call_id:
-            continue
-        parsed = parse_synthetic_id(call_id)
-        if parsed is not None:
-            found.append((i - 1, parsed))
+    for i, message in enumerate(messages):
+        call_id = message.tool_call_id
+        if call_id is not None and call_id.startswith(prefix):
+            pair = _pair_at(messages, i, call_id)
+            if pair is not None:
+                found.append(pair)
     return found
 
 
@@ -167,8 +222,8 @@ def inject_tool_result(
     unrendered, secrets as `Secret`); ``shown_arguments`` (default: the same)
     are what the assistant message shows, with every `Secret` as ``***``.
 
-    - ``always``: a new pair at the end (its id hashes a random value, so ids
-      never repeat);
+    - ``always``: a new pair at the end (its content hash is of a random
+      value, so ids practically never repeat: 24 random bits);
     - ``append_if_changed``: a pair with the same name, arguments and content
       is replaced in place (fresh id and expiry); else, when a pair with the
       same name and arguments exists, the new pair goes at the end; else right
@@ -179,9 +234,7 @@ def inject_tool_result(
     """
     key_content = _random.token_hex(16) if frequency == "always" else content
     new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
-    shown = json.dumps(
-        shown_arguments if shown_arguments is not None else arguments, default=_mask
-    )
+    shown = json.dumps(shown_arguments if shown_arguments is not None else arguments, default=_mask)
     pair = [
         Message.assistant("", [MessageToolCall.make(new_id, name, shown)]),
         Message.tool(new_id, content),
@@ -190,7 +243,7 @@ def inject_tool_result(
     if frequency == "always":
         return [*out, *pair]
     identity = new_id[len(PREFIX) : len(PREFIX) + 12]
-    existing = _pairs(out, identity)
+    existing = _pairs(messages, identity)
     if frequency == "once":
         return out if existing else _after_first_user(out, pair)
     key = new_id[len(PREFIX) : len(PREFIX) + 18]

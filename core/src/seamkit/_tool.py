@@ -179,29 +179,15 @@ class Tool:
             # that ("2026-01-02" is a date, "5" is not an integer).
             model = self._validate(to_json(arguments), strict=True)
         except ValidationError as exc:
-            errors = tuple(self._explain(exc))
-            raise InvalidToolCall(
-                f"invalid arguments for tool {self.name!r}: {'; '.join(errors)}",
-                tool=self.name,
-                errors=errors,
-            ) from None
+            raise self._invalid(self._explain(exc)) from None
         except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
-            raise InvalidToolCall(
-                f"invalid arguments for tool {self.name!r}: {exc}",
-                tool=self.name,
-                errors=(str(exc),),
-            ) from None
+            raise self._invalid([str(exc)]) from None
         values = model.__dict__
         out = {param: values[field] for field, param in self._fields}
         if extra:
             taken = sorted(set(extra) & self._injected_names)
             if taken:
-                errors = tuple(f"{name!r} is not an argument of this tool" for name in taken)
-                raise InvalidToolCall(
-                    f"invalid arguments for tool {self.name!r}: {'; '.join(errors)}",
-                    tool=self.name,
-                    errors=errors,
-                )
+                raise self._invalid([f"{name!r} is not an argument of this tool" for name in taken])
             out.update(extra)
         return out
 
@@ -303,6 +289,13 @@ class Tool:
         if not logged:
             log.warning("%s", text)
         return ToolResult(call_id=call_id, content=f"Error: {text}", is_error=True, raised=True)
+
+    def _invalid(self, errors: list[str]) -> InvalidToolCall:
+        return InvalidToolCall(
+            f"invalid arguments for tool {self.name!r}: {'; '.join(errors)}",
+            tool=self.name,
+            errors=errors,
+        )
 
     def _explain(self, exc: ValidationError) -> list[str]:
         injected = {i.param for i in self._sig.injections}

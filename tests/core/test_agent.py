@@ -4,6 +4,7 @@ invalid calls, limits, cancellation."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
@@ -542,3 +543,100 @@ def test_a_bad_model_is_a_manifest_error() -> None:
     with pytest.raises(seamkit.ManifestError) as info:
         asyncio.run(Agent.load({"name": "x", "model": "nowhere:gpt"}))
     assert "model: unknown model provider 'nowhere'" in info.value.format()
+
+
+# --- regressions found in review -----------------------------------------------------
+
+
+def test_a_tool_raising_its_own_timeout_error_is_a_tool_error_not_a_time_out() -> None:
+    @seamkit.tool
+    def flaky() -> str:
+        raise TimeoutError("upstream read timed out")
+
+    agent, _ = make_agent([{"tool_calls": [call("flaky")]}, {"text": "ok"}], tools=[flaky])
+    result = agent.run_sync("go")
+    assert result.outcome.kind == "completed"
+    assert result.transcript[2].content == "Error: TimeoutError: upstream read timed out"
+    slow = seamkit.tool(timeout_seconds=5)(flaky.function)
+    assert asyncio.run(slow.call({})).content == "Error: TimeoutError: upstream read timed out"
+
+
+def test_a_model_raising_timeout_error_fails_the_run() -> None:
+    class Broken:
+        async def complete(self, request: Any) -> Any:
+            raise TimeoutError("provider timed out")
+
+        async def stream(self, request: Any) -> Any:
+            raise TimeoutError("provider timed out")
+            yield ""
+
+    result = Agent(model=Broken(), plugin_hooks=False).run_sync("go")
+    assert result.outcome == seamkit.Failed(error="TimeoutError: provider timed out")
+
+
+def test_on_completion_runs_to_the_end_when_a_stream_is_closed_early() -> None:
+    seen: list[str] = []
+
+    class Saver:
+        @seamkit.hookimpl
+        async def on_completion(self, ctx: Any, result: Any) -> None:
+            seen.append("save: start")
+            await asyncio.sleep(0.05)
+            seen.append("save: done")
+
+    class Audit:
+        @seamkit.hookimpl
+        def on_completion(self, ctx: Any, result: Any) -> None:
+            seen.append("audit")
+
+    agent = Agent(
+        model=ScriptedModel([{"text": "hi"}]), hooks=[Saver(), Audit()], plugin_hooks=False
+    )
+
+    async def go() -> list[Any]:
+        async for event in agent.stream("go"):
+            if isinstance(event, S.TurnFinished):
+                break  # closes the stream while on_completion runs
+        await asyncio.sleep(0.1)
+        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    assert asyncio.run(go()) == []
+    assert seen == ["save: start", "save: done", "audit"]
+
+
+def test_a_run_stopped_mid_batch_leaves_a_history_the_next_run_can_send() -> None:
+    agent, _ = make_agent(
+        [{"tool_calls": [call("add", a=1, b=2)]}, {"text": "fine"}],
+        [Hook("on_pre_tool_use", lambda ctx, c: flow.Terminate("no") if ctx.turn == 1 else None)],
+    )
+    first = agent.run_sync("go")
+    assert roles(first) == ["user", "assistant"]  # nothing of the batch committed
+    second = agent.run_sync("again", history=first.transcript)
+    assert roles(second) == ["user", "assistant", "tool", "user", "assistant"]
+    assert second.transcript[2] == Message.tool("call_1_0", seamkit._agent.UNANSWERED)
+
+
+def test_rewrite_args_may_hold_any_json_friendly_value() -> None:
+    @seamkit.tool
+    def day(when: dt.date) -> str:
+        return when.isoformat()
+
+    agent, _ = make_agent(
+        [{"tool_calls": [call("day", when="2026-01-01")]}, {"text": "ok"}],
+        [Hook("on_pre_tool_use", flow.RewriteArgs({"when": dt.date(2026, 1, 2)}))],
+        tools=[day],
+    )
+    streamed = asyncio.run(stream_run(agent, "go"))
+    (start,) = streamed.of(S.ToolExecutionStart)
+    assert start.call.raw_arguments == '{"when":"2026-01-02"}'
+    assert streamed.result.transcript[2].content == "2026-01-02"
+
+
+def test_an_empty_context_is_kept_as_given() -> None:
+    seen: list[str] = []
+    agent, _ = make_agent(
+        [{"text": "ok"}], [Hook("on_pre_llm", lambda ctx, r: seen.append(ctx.action_context))]
+    )
+    context = seamkit.ActionContext(context_id="req-42")
+    agent.run_sync("go", context=context)
+    assert seen[0] is context

@@ -329,3 +329,57 @@ def test_configuration_mistakes(fields: dict[str, Any], message: str) -> None:
         seamkit.AppConfig.load({"name": "x", "model": "scripted:s", "hooks": [hook(**fields)]})
     assert message in info.value.format()
     assert "hooks[0]" in info.value.format()
+
+
+def test_once_does_not_call_the_tool_again() -> None:
+    memory, clock = Memory(), Clock()
+
+    async def go() -> Any:
+        agent = await agent_for([hook(frequency="once")], memory, clock, turns=3)
+        history: tuple[Message, ...] = ()
+        for text in ("a", "b", "c"):
+            history = (await agent.run(text, context={"user": "ann"}, history=history)).transcript
+        return history
+
+    assert len(pairs(asyncio.run(go()))) == 1 and len(memory.calls) == 1
+
+
+def test_a_secret_argument_never_leaks_through_a_failing_tool(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("MEMORY_TOKEN", "tok-123456")
+
+    @seamkit.tool
+    def fetch(token: str, user: str) -> str:
+        raise PermissionError(f"token {token} rejected for {user}")
+
+    async def go() -> Any:
+        agent = await seamkit.Agent.load(
+            {
+                "name": "s",
+                "model": "scripted:inline",
+                "hooks": [
+                    {
+                        "kind": "tool_call",
+                        "event": event,
+                        "tool_name": "fetch",
+                        "arguments": {
+                            "token": "${secret:MEMORY_TOKEN}",
+                            "user": "Bearer {{ context.key }}",
+                        },
+                    }
+                    for event in ("on_request_start", "on_completion")
+                ],
+            },
+            tools=[fetch],
+            model=seamkit.testing.ScriptedModel([{"text": "ok"}]),
+        )
+        context = seamkit.ActionContext(key=seamkit.Secret("key-987654"))
+        return await agent.run("hi", context=context)
+
+    with caplog.at_level(logging.DEBUG):
+        result = asyncio.run(go())
+    assert result.outcome.kind == "completed"
+    assert "token *** rejected" in result.diagnostics[0].message
+    for text in (result.model_dump_json(), caplog.text):
+        assert "tok-123456" not in text and "key-987654" not in text

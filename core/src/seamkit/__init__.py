@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         SyntheticId,
         freshest_expiry,
         inject_tool_result,
+        injected_results,
         parse_synthetic_id,
         synthetic_id,
     )
@@ -127,6 +128,7 @@ __all__ = [
     "hookimpl",
     "hookspecs",
     "inject_tool_result",
+    "injected_results",
     "load_plugins",
     "parse_synthetic_id",
     "resolve_tools",
@@ -173,6 +175,7 @@ _LAZY: dict[str, str] = {
     "SyntheticId": "._injection",
     "freshest_expiry": "._injection",
     "inject_tool_result": "._injection",
+    "injected_results": "._injection",
     "parse_synthetic_id": "._injection",
     "synthetic_id": "._injection",
     "load_plugins": "._loader",

@@ -120,11 +120,12 @@ class Agent:
                 )
             except ManifestError as exc:
                 problems.extend(exc.problems)
-            try:
-                configured = await agent._configured_hooks(app)
-                agent._set_hooks([*configured, *hooks])
-            except ManifestError as exc:
-                problems.extend(exc.problems)
+            else:  # hooks look their tools up: build them only on a whole tool map
+                try:
+                    configured = await agent._configured_hooks(app)
+                    agent._set_hooks([*configured, *hooks])
+                except ManifestError as exc:
+                    problems.extend(exc.problems)
             if problems:
                 raise ManifestError(locate_problems(problems, app), source=app.source)
         except BaseException:
@@ -191,9 +192,6 @@ class Agent:
 
     # --- running --------------------------------------------------------------
 
-    def _baseline(self, transcript: list[Message]) -> ModelRequest:
-        return ModelRequest(messages=tuple(transcript), preamble=self.preamble, tools=self._specs)
-
     def _start(
         self,
         input: Input,
@@ -203,7 +201,7 @@ class Agent:
         emit: Callable[[Event], None] | None,
     ) -> RunState:
         if context is None or isinstance(context, ActionContext):
-            action_context = context or ActionContext()
+            action_context = context if context is not None else ActionContext()
         else:
             action_context = ActionContext(context)
         ctx = HookContext(
@@ -213,7 +211,7 @@ class Agent:
             tools=self.tools,
             clock=self.clock,
         )
-        return RunState(self, ctx, [*history, *_messages(input)], emit)
+        return RunState(self, ctx, [*_answer_dangling(history), *_messages(input)], emit)
 
     async def _execute(
         self,
@@ -311,6 +309,29 @@ class _Unbuilt:
 
 
 _UNBUILT: Any = _Unbuilt()
+
+
+UNANSWERED = "Not run: the previous run ended before this call was answered."
+
+
+def _answer_dangling(history: Sequence[Message]) -> list[Message]:
+    """``history`` with a tool message for each call its last model turn left
+    unanswered (a run that a hook stopped mid-batch ends that way), so that
+    the next request is one every OpenAI-compatible API accepts."""
+    out = list(history)
+    answered: set[str] = set()
+    for message in reversed(out):
+        if message.role == "tool":
+            answered.add(message.tool_call_id or "")
+            continue
+        if message.role == "assistant" and message.tool_calls:
+            out.extend(
+                Message.tool(call.id, UNANSWERED)
+                for call in message.tool_calls
+                if call.id not in answered
+            )
+        break
+    return out
 
 
 def _messages(input: Input) -> list[Message]:

@@ -12,14 +12,16 @@ the lowest call index wins.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic_core import to_json
 
 from . import flow as F
 from ._errors import HookError, InvalidToolCall
 from ._events import HookEvent
 from ._results import Failed, Outcome, Terminated, ToolCall, ToolResult
+from ._secret import MASK, Secret
 
 __all__ = ["Settled", "Stop", "run_batch"]
 
@@ -58,13 +60,12 @@ _DROPPED = _Dropped()
 class Batch:
     """Runs one turn's calls; built per turn by the drive loop."""
 
-    __slots__ = ("_fired", "ctx", "dispatch", "stopped", "tools")
+    __slots__ = ("ctx", "dispatch", "stopped", "tools")
 
-    def __init__(self, run: Any, fired: Any) -> None:
+    def __init__(self, run: Any) -> None:
         self.ctx = run.ctx
         self.tools = run.tools
-        self.dispatch = run.dispatcher.dispatch
-        self._fired = fired
+        self.dispatch = run.dispatch  # skips events without hooks; reports HookFired
         self.stopped = False
 
     async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
@@ -100,8 +101,7 @@ class Batch:
                     call, _error(call, f"{exc.message} (after repair)"), None, False, True
                 )
         assert tool is not None and values is not None
-        decided = await self.dispatch(_PRE, self.ctx, call)
-        self._fired(_PRE, decided)
+        decided = await self.dispatch(_PRE, call)
         kind = type(decided.flow)
         if kind is F.Skip:
             return Settled(call, ToolResult(call_id=call.id, content=decided.flow.reason), None)
@@ -110,7 +110,7 @@ class Batch:
         if kind is F.RewriteArgs:
             arguments = dict(decided.flow.arguments)
             call = call.model_copy(
-                update={"arguments": arguments, "raw_arguments": json.dumps(arguments)}
+                update={"arguments": arguments, "raw_arguments": _json(arguments)}
             )
             try:
                 values = tool.validate(arguments)
@@ -121,8 +121,7 @@ class Batch:
         if self.stopped:
             return _DROPPED
         result = await tool.invoke(values, self.ctx.action_context, call_id=call.id)
-        decided = await self.dispatch(_POST, self.ctx, call, result)
-        self._fired(_POST, decided)
+        decided = await self.dispatch(_POST, call, result)
         kind = type(decided.flow)
         if kind is F.RewriteResult:
             result = result.model_copy(update={"content": decided.flow.content})
@@ -132,8 +131,7 @@ class Batch:
 
     async def _invalid(self, call: ToolCall, error: str) -> Settled | Stop | ToolCall:
         available = tuple(self.tools)
-        decided = await self.dispatch(_INVALID, self.ctx, call, error, available)
-        self._fired(_INVALID, decided)
+        decided = await self.dispatch(_INVALID, call, error, available)
         flow = decided.flow
         kind = type(flow)
         if kind is F.Continue:
@@ -155,7 +153,7 @@ class Batch:
             id=call.id,
             name=flow.tool_name,
             arguments=arguments,
-            raw_arguments=json.dumps(arguments),
+            raw_arguments=_json(arguments),
             index=call.index,
         )
         if repaired.name not in self.tools:
@@ -165,15 +163,23 @@ class Batch:
 
 
 def _error(call: ToolCall, text: str) -> ToolResult:
-    return ToolResult(call_id=call.id, content=f"Error: {text}", is_error=True, raised=True)
+    """An invalid call's result: an error, but nothing the tool raised."""
+    return ToolResult.error(text, call_id=call.id)
 
 
-async def run_batch(
-    run: Any, calls: list[ToolCall], concurrency: int, fired: Any
-) -> list[Settled] | Stop:
+def _json(arguments: Any) -> str:
+    """The wire text of arguments a hook wrote (secrets as ``***``)."""
+    return to_json(arguments, fallback=_shown).decode()
+
+
+def _shown(value: Any) -> Any:
+    return MASK if isinstance(value, Secret) else str(value)
+
+
+async def run_batch(run: Any, calls: list[ToolCall], concurrency: int) -> list[Settled] | Stop:
     """Settle every call of a turn; the settled outcomes in call order, or the
     stop that ends the run (the lowest call index when several stopped)."""
-    batch = Batch(run, fired)
+    batch = Batch(run)
     if concurrency <= 1 or len(calls) <= 1:
         settled: list[Settled] = []
         for call in calls:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -111,7 +110,7 @@ class _Printer:
             by = f" by {event.hook}" if event.hook else ""
             self._note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
         elif isinstance(event, S.ToolExecutionStart):
-            self._note(f"→ {event.call.name}({_short(json.dumps(event.call.arguments))})")
+            self._note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
         elif isinstance(event, S.ToolCompleted):
             mark = "✗" if event.result.is_error else "←"
             self._note(f"{mark} {event.call.name}: {_short(event.result.content)}")

@@ -64,6 +64,7 @@ class RunState:
         "invalid",
         "outcome",
         "output",
+        "specs",
         "tools",
         "transcript",
         "usage",
@@ -75,12 +76,26 @@ class RunState:
         self.dispatcher = agent._dispatcher
         self.has_hooks: frozenset[HookEvent] = agent._hooked_events
         self.tools = agent.tools
+        self.specs = agent._specs  # taken with the tools: one map for the whole run
         self.emit = emit
         self.transcript = messages
         self.usage = Usage()
         self.invalid = 0
         self.outcome: Outcome = Completed()
         self.output: str | None = None
+
+    def baseline(self) -> ModelRequest:
+        """The request every model call of this turn starts from."""
+        return ModelRequest.model_construct(
+            messages=tuple(self.transcript),
+            preamble=self.agent.preamble,
+            extra_context=(),
+            tools=self.specs,
+            tool_choice=None,
+            temperature=None,
+            max_tokens=None,
+            additional_params={},
+        )
 
     def fired(self, event: HookEvent, decided: Dispatched) -> None:
         """Surface that ``event``'s hooks ran (streaming only)."""
@@ -114,12 +129,10 @@ async def drive(run: RunState) -> RunResult:
     """
     settings = run.agent.settings
     cancelled: asyncio.CancelledError | None = None
+    scope: asyncio.Timeout | None = None
     try:
-        async with asyncio.timeout(settings.run_timeout_seconds):
+        async with asyncio.timeout(settings.run_timeout_seconds) as scope:
             await _turns(run)
-    except TimeoutError:
-        run.outcome = Cancelled()
-        _note(run, "run_timeout", f"the run hit run_timeout_seconds={settings.run_timeout_seconds}")
     except asyncio.CancelledError as exc:
         run.outcome = Cancelled()
         cancelled = exc
@@ -128,16 +141,29 @@ async def drive(run: RunState) -> RunResult:
     except SeamkitError as exc:
         run.outcome = Failed(error=str(exc))
     except Exception as exc:  # a model or plugin bug: the run fails, the caller gets a result
-        log.warning("run %s failed: %s: %s", run.ctx.run_id, type(exc).__name__, exc)
-        run.outcome = Failed(error=f"{type(exc).__name__}: {exc}")
-    result = RunResult(
+        if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
+            run.outcome = Cancelled()
+            limit = settings.run_timeout_seconds
+            _note(run, "run_timeout", f"the run hit run_timeout_seconds={limit}")
+        else:
+            log.warning("run %s failed: %s: %s", run.ctx.run_id, type(exc).__name__, exc)
+            run.outcome = Failed(error=f"{type(exc).__name__}: {exc}")
+    result = RunResult.model_construct(
         output=run.output if isinstance(run.outcome, Completed | MaxTurns) else None,
         transcript=tuple(run.transcript),
         usage=run.usage,
         diagnostics=tuple(run.ctx.diagnostics),
         outcome=run.outcome,
     )
-    await run.dispatch(HookEvent.ON_COMPLETION, result)
+    # on_completion runs to its end even when the run is cancelled meanwhile
+    # (a stream closed early, say); the cancellation is re-raised afterwards.
+    completion = asyncio.ensure_future(run.dispatch(HookEvent.ON_COMPLETION, result))
+    while not completion.done():
+        try:
+            await asyncio.shield(completion)
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    completion.result()
     if run.emit is not None:
         run.emit(RunFinished(result))
     if cancelled is not None:
@@ -153,7 +179,11 @@ async def _turns(run: RunState) -> None:
     agent = run.agent
     ctx = run.ctx
     settings = agent.settings
-    decided = await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
+    decided = (
+        await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
+        if HookEvent.ON_REQUEST_START in run.has_hooks
+        else _NOTHING
+    )
     if type(decided.flow) is F.Terminate:
         run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
         return
@@ -165,7 +195,7 @@ async def _turns(run: RunState) -> None:
             _note(run, "max_turns", f"stopped after max_turns={settings.max_turns} turns")
             return
         ctx.turn += 1
-        request = agent._baseline(run.transcript)
+        request = run.baseline()
         decided = await run.dispatch(HookEvent.ON_PRE_LLM, request)
         kind = type(decided.flow)
         if kind is F.Terminate:
@@ -173,7 +203,7 @@ async def _turns(run: RunState) -> None:
             return
         if kind is F.PatchRequest:
             request = decided.flow.patch.apply(request)
-            _check_request(request, agent.tools)
+            _check_request(request, run.tools)
         turn = await _ask(run, request)
         run.usage = run.usage + turn.usage
         message = turn.message
@@ -190,7 +220,7 @@ async def _turns(run: RunState) -> None:
             return
         if not calls:
             return
-        settled = await run_batch(run, calls, settings.tool_concurrency, run.fired)
+        settled = await run_batch(run, calls, settings.tool_concurrency)
         if isinstance(settled, Stop):
             run.outcome = settled.outcome
             return
@@ -206,6 +236,8 @@ async def _turns(run: RunState) -> None:
         if finals:
             run.output = finals[0].result.content
             return
+        if HookEvent.ON_ITERATION_END not in run.has_hooks:
+            continue
         decided = await run.dispatch(HookEvent.ON_ITERATION_END, tuple(run.transcript))
         if type(decided.flow) is F.Terminate:
             run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)

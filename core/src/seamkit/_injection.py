@@ -34,6 +34,7 @@ __all__ = [
     "SyntheticId",
     "freshest_expiry",
     "inject_tool_result",
+    "injected_results",
     "parse_synthetic_id",
     "synthetic_id",
 ]
@@ -195,13 +196,23 @@ def _pairs_slowly(messages: Sequence[Message], prefix: str) -> list[tuple[int, S
     return found
 
 
+def injected_results(
+    messages: Sequence[Message], name: str, arguments: Mapping[str, Any]
+) -> list[SyntheticId]:
+    """The ids of the well-formed pairs with this name and these arguments,
+    in the order they stand in ``messages``."""
+    identity = _h6(name) + _h6(arguments_text(arguments))
+    return [parsed for _, parsed in _pairs(messages, identity)]
+
+
 def freshest_expiry(
     messages: Sequence[Message], name: str, arguments: Mapping[str, Any]
 ) -> int | None:
     """The largest expiry (Unix seconds) among the pairs with this name and
     these arguments, or ``None`` when none has one."""
-    identity = _h6(name) + _h6(arguments_text(arguments))
-    expiries = [p.expiry for _, p in _pairs(messages, identity) if p.expiry is not None]
+    expiries = [
+        p.expiry for p in injected_results(messages, name, arguments) if p.expiry is not None
+    ]
     return max(expiries) if expiries else None
 
 

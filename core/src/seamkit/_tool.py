@@ -9,11 +9,11 @@ import inspect
 import json
 import logging
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from pydantic import ValidationError
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from ._context import ActionContext
 from ._errors import InvalidToolCall, SeamkitError
@@ -159,8 +159,13 @@ class Tool:
         Raises :class:`seamkit.InvalidToolCall` saying what is wrong, in words
         meant for the model: not an object, a missing or ill-typed argument,
         an argument the tool does not take (an injected parameter's name
-        included).
+        included). A `Secret` among the arguments is validated as its value.
         """
+        return self._check(arguments, [])
+
+    def _check(self, arguments: Mapping[str, Any], hidden: list[str]) -> dict[str, Any]:
+        """:meth:`validate`, adding the plain text of every `Secret` argument
+        it unwraps to ``hidden``."""
         if type(arguments) is not dict and not isinstance(arguments, Mapping):
             raise InvalidToolCall(
                 f"arguments for tool {self.name!r} must be a JSON object, "
@@ -175,9 +180,13 @@ class Tool:
             if extra:
                 arguments = {k: v for k, v in arguments.items() if k in names}
         try:
+            try:
+                data = to_json(arguments)
+            except PydanticSerializationError:
+                data = to_json(arguments, fallback=functools.partial(_unwrap, hidden))
             # Strict, with JSON's meaning: what the schema accepts, and only
             # that ("2026-01-02" is a date, "5" is not an integer).
-            model = self._validate(to_json(arguments), strict=True)
+            model = self._validate(data, strict=True)
         except ValidationError as exc:
             raise self._invalid(self._explain(exc)) from None
         except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
@@ -207,7 +216,9 @@ class Tool:
         or ``is_error=True, raised=True`` with ``"Error: ..."`` for an
         exception, a time-out or a missing dependency.
         """
-        return await self.invoke(self.validate(arguments), context, call_id=call_id)
+        hidden: list[str] = []
+        values = self._check(arguments, hidden)
+        return await self.invoke(values, context, call_id=call_id, secrets=hidden)
 
     async def invoke(
         self,
@@ -215,8 +226,14 @@ class Tool:
         context: ActionContext | None = None,
         *,
         call_id: str = "",
+        secrets: Sequence[str] = (),
     ) -> ToolResult:
-        """Run the tool on arguments :meth:`validate` already produced."""
+        """Run the tool on arguments :meth:`validate` already produced.
+
+        ``secrets`` are more plain texts to mask in error messages and logs,
+        besides the context's secrets (:meth:`call` passes the values of the
+        `Secret` arguments it unwrapped).
+        """
         ctx = _EMPTY_CONTEXT if context is None else context
         kwargs = dict(values)
         for injection in self._sig.injections:
@@ -239,29 +256,26 @@ class Tool:
         args: tuple[Any, ...] = ()
         if self._sig.positional_only:
             args = tuple(kwargs.pop(p) for p in self._sig.positional_only if p in kwargs)
+        timeout = self.timeout_seconds
+        scope: asyncio.Timeout | None = None
         try:
-            if self._async:
-                if self.timeout_seconds is None:
-                    result = await self.function(*args, **kwargs)
-                else:
-                    result = await asyncio.wait_for(
-                        self.function(*args, **kwargs), self.timeout_seconds
-                    )
-            elif self.timeout_seconds is None:
+            if timeout is None:
                 result = self.function(*args, **kwargs)
+                if self._async:
+                    result = await result
             else:
-                result = await asyncio.wait_for(
-                    asyncio.to_thread(functools.partial(self.function, *args, **kwargs)),
-                    self.timeout_seconds,
-                )
+                async with asyncio.timeout(timeout) as scope:
+                    if self._async:
+                        result = await self.function(*args, **kwargs)
+                    else:
+                        call = functools.partial(self.function, *args, **kwargs)
+                        result = await asyncio.to_thread(call)
             if type(result) not in _PLAIN and inspect.isawaitable(result):
                 result = await result
-        except TimeoutError:
-            return self._failed(
-                f"tool {self.name!r} timed out after {self.timeout_seconds:g}s", call_id
-            )
         except Exception as exc:
-            text = _scrub(f"{type(exc).__name__}: {exc}", ctx)
+            if scope is not None and scope.expired():
+                return self._failed(f"tool {self.name!r} timed out after {timeout:g}s", call_id)
+            text = _scrub(f"{type(exc).__name__}: {exc}", ctx, secrets)
             log.warning("tool %r raised %s", self.name, text)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
@@ -280,7 +294,8 @@ class Tool:
             except Exception as exc:
                 return self._failed(
                     f"tool {self.name!r} returned a {type(result).__name__} that cannot be "
-                    f"written as JSON: {_scrub(str(exc), ctx).removeprefix(_PYDANTIC_PREFIX)}",
+                    f"written as JSON: "
+                    f"{_scrub(str(exc), ctx, secrets).removeprefix(_PYDANTIC_PREFIX)}",
                     call_id,
                 )
         return ToolResult(call_id=call_id, content=content)
@@ -298,7 +313,7 @@ class Tool:
         )
 
     def _explain(self, exc: ValidationError) -> list[str]:
-        injected = {i.param for i in self._sig.injections}
+        injected = self._injected_names
         out: list[str] = []
         for error in exc.errors(include_url=False, include_input=False):
             loc = ".".join(str(p) for p in error["loc"])
@@ -375,17 +390,30 @@ def _qualname(function: Callable[..., Any]) -> str:
     return getattr(function, "__qualname__", None) or repr(function)
 
 
-def _scrub(text: str, context: ActionContext) -> str:
-    """``text`` with the plain value of every secret in ``context`` masked."""
-    for value in context.values():
-        if isinstance(value, Secret):
-            plain = value.get_secret_value()
-            if isinstance(plain, str) and plain:
-                # The plain text, and the escaped forms repr() and JSON give it.
-                for form in {plain, repr(plain)[1:-1], json.dumps(plain)[1:-1]}:
-                    if form:
-                        text = text.replace(form, MASK)
+def _scrub(text: str, context: ActionContext, more: Sequence[str] = ()) -> str:
+    """``text`` with the plain value of every secret in ``context`` (and every
+    text in ``more``) masked, in the escaped forms repr() and JSON give it too."""
+    plains = [
+        v.get_secret_value()
+        for v in context.values()
+        if isinstance(v, Secret) and isinstance(v.get_secret_value(), str)
+    ]
+    for plain in (*plains, *more):
+        if plain:
+            for form in {plain, repr(plain)[1:-1], json.dumps(plain)[1:-1]}:
+                if form:
+                    text = text.replace(form, MASK)
     return text
+
+
+def _unwrap(hidden: list[str], value: Any) -> Any:
+    """A `Secret` argument's value, for validation; its text is remembered to
+    be masked in errors."""
+    if isinstance(value, Secret):
+        plain = value.get_secret_value()
+        hidden.append(str(plain))
+        return plain
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
 def _unknown(value: Any) -> Any:

@@ -126,6 +126,10 @@ class ToolCallHook:
         config = self.config
         condition = config.refresh_condition
         now = ctx.now()
+        if self.frequency == "once" and seamkit.injected_results(
+            messages, self.final_name, config.arguments
+        ):
+            return None  # already injected: no need to call the tool
         if condition is not None:
             newest = seamkit.freshest_expiry(messages, self.final_name, config.arguments)
             if newest is not None and newest > now.timestamp():
@@ -174,36 +178,48 @@ def _last_user(messages: Sequence[seamkit.Message]) -> str:
 
 
 def _render(value: Any, ctx: seamkit.HookContext, values: dict[str, Any], *, shown: bool) -> Any:
-    """``value`` with its placeholders filled in. ``shown=False`` gives what
-    the tool receives (secrets revealed); ``shown=True`` what the injected
-    message shows (secrets stay `Secret`, printed as ``***``)."""
-    if isinstance(value, seamkit.Secret):
-        return value if shown else value.get_secret_value()
+    """``value`` with its placeholders filled in.
+
+    Secrets stay `Secret` either way: the tool call unwraps them (and masks
+    their text in any error), the injected message prints them as ``***``.
+    A string that mixes a secret into other text becomes a `Secret` as a whole
+    for the call (``shown=False``), and shows the secret as ``***``
+    (``shown=True``).
+    """
     if isinstance(value, dict):
         return {k: _render(v, ctx, values, shown=shown) for k, v in value.items()}
     if isinstance(value, list):
         return [_render(v, ctx, values, shown=shown) for v in value]
     if not isinstance(value, str) or "{{" not in value:
         return value
+    secret = False
 
     def lookup(name: str) -> Any:
-        if name.startswith("context."):
-            prop = name.split(".", 1)[1]
-            found = ctx.action_context.get(prop, _MISSING)
-            if found is _MISSING:
-                raise seamkit.SeamkitError(
-                    f"placeholder {{{{ {name} }}}}: the request's context has no property {prop!r}",
-                    hint=f"context properties: {', '.join(ctx.action_context) or 'none'}",
-                )
-            if isinstance(found, seamkit.Secret):
-                return found if shown else found.get_secret_value()
-            return found
-        return values.get(name, "")
+        nonlocal secret
+        if not name.startswith("context."):
+            return values.get(name, "")
+        prop = name.split(".", 1)[1]
+        found = ctx.action_context.get(prop, _MISSING)
+        if found is _MISSING:
+            raise seamkit.SeamkitError(
+                f"placeholder {{{{ {name} }}}}: the request's context has no property {prop!r}",
+                hint=f"context properties: {', '.join(ctx.action_context) or 'none'}",
+            )
+        secret = secret or isinstance(found, seamkit.Secret)
+        return found
 
     whole = _PLACEHOLDER.fullmatch(value.strip())
     if whole is not None:
         return lookup(whole.group(1))  # a lone placeholder keeps the value's type
-    return _PLACEHOLDER.sub(lambda m: str(lookup(m.group(1))), value)
+
+    def text(match: re.Match[str]) -> str:
+        found = lookup(match.group(1))
+        if isinstance(found, seamkit.Secret) and not shown:
+            return str(found.get_secret_value())
+        return str(found)  # a Secret prints as ***
+
+    rendered = _PLACEHOLDER.sub(text, value)
+    return seamkit.Secret(rendered) if secret and not shown else rendered
 
 
 _MISSING: Any = object()

@@ -92,13 +92,22 @@ def print_table(res: Mapping[str, Any]) -> None:
                 "-" if f["met"] is None else ("met" if f["met"] else "NOT MET"),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    print_rows(rows)
+    print(f"{res['benchmark']}: {verdict(res)} (median of {res['figures'][0]['n']} each)")
+
+
+def print_rows(rows: list[tuple[str, ...]]) -> None:
+    """Print rows of text as aligned columns; the first row is the header."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for i, r in enumerate(rows):
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
-    verdict = "all targets met" if res["all_met"] else "SOME TARGETS NOT MET"
-    print(f"{res['benchmark']}: {verdict} (median of {res['figures'][0]['n']} each)")
+
+
+def verdict(res: Mapping[str, Any]) -> str:
+    """``all targets met`` or ``SOME TARGETS NOT MET``."""
+    return "all targets met" if res["all_met"] else "SOME TARGETS NOT MET"
 
 
 def _positive_finite(value: Any) -> bool:

@@ -62,7 +62,7 @@ from seamkit._dispatch import Dispatcher
 from seamkit._events import EVENTS, Composition
 from seamkit.testing import make_context
 
-from tests.benchmarks._harness import figure, result
+from tests.benchmarks._harness import figure, print_rows, result, verdict
 
 FULL_REPEATS = 7
 QUICK_REPEATS = 2
@@ -405,19 +405,14 @@ def _print(res: dict[str, Any]) -> None:
                     f"{f['thread']['ratio']:.0f}x",
                 )
             )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for i, r in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_rows(rows)
     n_samples = res["figures"][0]["n"]
     print(
         "per hookimpl per event, median of "
         f"{n_samples} rounds; every ratio is to raw pluggy (the baseline) at the same "
         "event and N"
     )
-    verdict = "all targets met" if res["all_met"] else "SOME TARGETS NOT MET"
-    print(f"{res['benchmark']}: {verdict}")
+    print(f"{res['benchmark']}: {verdict(res)}")
 
 
 def main(quick: bool = False) -> dict[str, Any]:

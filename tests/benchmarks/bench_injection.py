@@ -91,7 +91,7 @@ import seamkit.testing
 from seamkit import HookEvent, Message, MessageToolCall
 from seamkit import flow as F
 
-from tests.benchmarks._harness import figure, result
+from tests.benchmarks._harness import figure, print_rows, result, verdict
 
 FULL_REPEATS = 15
 QUICK_REPEATS = 2
@@ -393,11 +393,7 @@ def _print(res: dict[str, Any]) -> None:
                 "met" if lin["met"] else "NOT MET",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for i, r in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_rows(rows)
     top = sizes[-1]
     for name in (
         f"inject_tool_result/N={top}",
@@ -411,8 +407,7 @@ def _print(res: dict[str, Any]) -> None:
         "call (the baseline) of the same round; ttl_fresh calls no tool, its added is its "
         "dispatch; linearity = added at the largest N over added at the one before"
     )
-    verdict = "all targets met" if res["all_met"] else "SOME TARGETS NOT MET"
-    print(f"{res['benchmark']}: {verdict}")
+    print(f"{res['benchmark']}: {verdict(res)}")
 
 
 def main(quick: bool = False) -> dict[str, Any]:

@@ -107,7 +107,7 @@ import pluggy
 import seamkit
 from seamkit import Agent, Message, MessageToolCall, ModelRequest, ModelTurn
 
-from tests.benchmarks._harness import figure, result
+from tests.benchmarks._harness import figure, print_rows, result, verdict
 
 CONFIGS: tuple[tuple[int, int], ...] = ((0, 1), (0, 8), (10, 1), (10, 8))  # (H, K)
 FRAMEWORKS = ("langchain", "pydantic_ai", "openai_agents")
@@ -730,14 +730,6 @@ def _us(value: float) -> str:
     return f"{value / 1e3:.3g} ms"
 
 
-def _table(rows: list[tuple[str, ...]]) -> None:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for i, r in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
-
-
 def _print(res: dict[str, Any], measured: tuple[str, ...]) -> None:
     by_name = {f["name"]: f for f in res["figures"]}
     frameworks = [v for v in FRAMEWORKS if v in measured]
@@ -769,7 +761,7 @@ def _print(res: dict[str, Any], measured: tuple[str, ...]) -> None:
                 "met" if v["met"] else "NOT MET",
             )
         rows.append(row)
-    _table(rows)
+    print_rows(rows)
     print(
         f"µs per run, median of {by_name[_name(*CONFIGS[0], 'floor')]['n']} rounds; ratio = "
         "seamkit over the floor (the baseline) at the same (H, K); seamkit/fastest = seamkit "
@@ -799,8 +791,7 @@ def _print(res: dict[str, Any], measured: tuple[str, ...]) -> None:
             f"{mem['at_end']['rss'] / 2**20:.1f} MiB at the end: {rss:+.2f} bytes/run "
             "(no target)"
         )
-    verdict = "all targets met" if res["all_met"] else "SOME TARGETS NOT MET"
-    print(f"{res['benchmark']}: {verdict}")
+    print(f"{res['benchmark']}: {verdict(res)}")
 
 
 def _hint(missing: dict[str, str], quick: bool) -> None:

@@ -54,7 +54,7 @@ from typing import Any
 
 import seamkit
 
-from tests.benchmarks._harness import figure, result
+from tests.benchmarks._harness import figure, print_rows, result
 
 FULL_REPEATS = 15
 QUICK_REPEATS = 2
@@ -273,11 +273,7 @@ def _print(res: dict[str, Any]) -> None:
                 "-" if f["met"] is None else ("met" if f["met"] else "NOT MET"),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    for i, r in enumerate(rows):
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
+    print_rows(rows)
     print(
         f"per call, median of {res['rounds']} rounds; ratios are to the direct call "
         "(the baseline) of the same function, the added figures' to the 15 µs budget"

@@ -97,9 +97,11 @@ class RunState:
             additional_params={},
         )
 
-    def fired(self, event: HookEvent, decided: Dispatched) -> None:
-        """Surface that ``event``'s hooks ran (streaming only)."""
-        if self.emit is not None and event in self.has_hooks:
+    async def dispatch(self, event: HookEvent, *args: Any) -> Dispatched:
+        if event not in self.has_hooks:
+            return _NOTHING
+        decided: Dispatched = await self.dispatcher.dispatch(event, self.ctx, *args)
+        if self.emit is not None:  # streaming: surface that the event's hooks ran
             self.emit(
                 HookFired(
                     event.value,
@@ -109,12 +111,6 @@ class RunState:
                     self.ctx.turn,
                 )
             )
-
-    async def dispatch(self, event: HookEvent, *args: Any) -> Dispatched:
-        if event not in self.has_hooks:
-            return _NOTHING
-        decided: Dispatched = await self.dispatcher.dispatch(event, self.ctx, *args)
-        self.fired(event, decided)
         return decided
 
 

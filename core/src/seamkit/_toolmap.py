@@ -108,10 +108,6 @@ class ToolMap(Mapping[str, Tool]):
             )
         return self._tools[final]
 
-    def specs(self) -> list[Any]:
-        """Every tool's `ToolSpec`, in map order."""
-        return [t.spec for t in self._tools.values()]
-
     def __repr__(self) -> str:
         return f"ToolMap({', '.join(self._tools)})"
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seamkit import Registry
-    from seamkit._registry import Category
+    from seamkit.plugins import Category
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "manifest-reference.md"
@@ -62,7 +62,7 @@ def _clean_environment() -> Iterator[None]:
 
 def first_party_registry() -> Registry:
     """A registry with the kernel's built-ins and the first-party plugins only."""
-    from seamkit import load_plugins
+    from seamkit.plugins import load_plugins
 
     names = first_party_names()
     eps = [ep for ep in metadata.entry_points(group="seamkit") if ep.name in names]
@@ -115,7 +115,7 @@ class _Page:
     """The schema's definitions, sorted into sections, and how to name each."""
 
     def __init__(self, registry: Registry) -> None:
-        from seamkit._schema import manifest_schema
+        from seamkit._manifest import manifest_schema
 
         self.registry = registry
         self.schema = manifest_schema(registry, preview=False)

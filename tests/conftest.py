@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import seamkit
 from hypothesis import HealthCheck, settings
-from seamkit._loader import reset_registry
+from seamkit.plugins import reset_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_DISTS = Path(__file__).resolve().parent / "fixtures" / "dists"

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from seamkit import Registry, load_plugins
+from seamkit.plugins import Registry, load_plugins
 
 from tests.conftest import entry_point
 

@@ -66,8 +66,8 @@ maps every figure to what its ratio is taken against):
 
 Beside them without target: every variant's dispatch and added time at every N,
 and at the largest N the library functions alone:
-``seamkit.inject_tool_result(messages, ...)`` and
-``seamkit.freshest_expiry(messages, name, arguments)`` on the ``replace``
+``seamkit.injection.inject_tool_result(messages, ...)`` and
+``seamkit.injection.freshest_expiry(messages, name, arguments)`` on the ``replace``
 history, and ``list(messages)``, the floor of any function that returns a new
 list of the messages.
 """
@@ -170,8 +170,8 @@ def _history(n: int, variant: str) -> tuple[Message, ...]:
     others = min(4, (n - own - 2) // 2)  # 3 at N=10, when a pair of this tool is in
     messages: list[Message] = _filler(n - 2 * others - own)
     for i, name in enumerate(("calendar", "profile", "calendar", "profile")[:others]):
-        frequency: seamkit.Frequency = "append_if_changed" if i < 2 else "always"
-        pair = seamkit.inject_tool_result(
+        frequency: seamkit.injection.Frequency = "append_if_changed" if i < 2 else "always"
+        pair = seamkit.injection.inject_tool_result(
             [], name=name, arguments={"user": "ann"}, content=f"{name} {i}", frequency=frequency
         )
         at = 2 if i < 2 else len(messages) // 2
@@ -185,7 +185,7 @@ def _history(n: int, variant: str) -> tuple[Message, ...]:
         expiry = T0 + timedelta(minutes=29)
     content = "what we knew before" if variant == "append" else CONTENT
     return tuple(
-        seamkit.inject_tool_result(
+        seamkit.injection.inject_tool_result(
             messages, name=TOOL, arguments=ARGS, content=content, expiry=expiry
         )
     )
@@ -217,7 +217,7 @@ async def _inject(messages: Any, reps: int) -> float:
     copies = [tuple(list(messages)) for _ in range(reps)]  # no remembered scan
     start = time.perf_counter()
     for batch in copies:
-        seamkit.inject_tool_result(batch, name=TOOL, arguments=ARGS, content=CONTENT)
+        seamkit.injection.inject_tool_result(batch, name=TOOL, arguments=ARGS, content=CONTENT)
     return time.perf_counter() - start
 
 
@@ -225,7 +225,7 @@ async def _freshest(messages: Any, reps: int) -> float:
     copies = [tuple(list(messages)) for _ in range(reps)]  # no remembered scan
     start = time.perf_counter()
     for batch in copies:
-        seamkit.freshest_expiry(batch, TOOL, ARGS)
+        seamkit.injection.freshest_expiry(batch, TOOL, ARGS)
     return time.perf_counter() - start
 
 
@@ -266,7 +266,7 @@ def _check(variant: str, messages: tuple[Message, ...], dispatched: Any, calls: 
         a is not b for a, b in zip(untouched, expected, strict=True)
     ):
         raise RuntimeError(f"{variant}: messages outside the pair changed")
-    expiry = seamkit.parse_synthetic_id(calls_made[0].id)
+    expiry = seamkit.injection.parse_synthetic_id(calls_made[0].id)
     want = int((T0 + timedelta(minutes=30)).timestamp()) if variant == "ttl_stale" else None
     if expiry is None or expiry.expiry != want:
         raise RuntimeError(f"{variant}: id {calls_made[0].id} has not the expiry {want}")
@@ -478,8 +478,14 @@ def main(quick: bool = False) -> dict[str, Any]:
         )
         baselines[name] = "none: its samples are ratios"
     for name, shown in (
-        (f"inject_tool_result/N={top}", "seamkit.inject_tool_result(messages, ...)  # replace"),
-        (f"freshest_expiry/N={top}", "seamkit.freshest_expiry(messages, name, arguments)"),
+        (
+            f"inject_tool_result/N={top}",
+            "seamkit.injection.inject_tool_result(messages, ...)  # replace",
+        ),
+        (
+            f"freshest_expiry/N={top}",
+            "seamkit.injection.freshest_expiry(messages, name, arguments)",
+        ),
         (f"list(messages)/N={top}", "list(messages)"),
     ):
         figures.append(figure(name, shown, samples[name], tool_median, unit="µs"))

@@ -6,8 +6,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from seamkit import Message, ModelRequest, get_registry
-from seamkit._scripted import ScriptedModel, ScriptError
+import seamkit
+from seamkit import Message, ModelRequest
+from seamkit.plugins import BuildContext, get_registry
+from seamkit.testing import ScriptedModel, ScriptError
 
 
 def test_scripted_model_plays_turns_then_runs_out(tmp_path: Path) -> None:
@@ -21,7 +23,8 @@ def test_scripted_model_plays_turns_then_runs_out(tmp_path: Path) -> None:
         get_registry()
         .model_provider("scripted")
         .factory(  # type: ignore[union-attr]
-            "s.yaml", base_dir=str(tmp_path)
+            seamkit.ModelConfig(provider="scripted", name="s.yaml"),
+            BuildContext("t", get_registry(), base_dir=tmp_path),
         )
     )
     request = ModelRequest(messages=(Message.user("add 2 and 3"),))

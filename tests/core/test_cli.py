@@ -6,8 +6,7 @@ import click
 import seamkit
 from click.testing import CliRunner
 from seamkit._cli import _add_plugin_commands, cli
-from seamkit._loader import add_plugin, load_plugins, reset_registry
-from seamkit._registry import PluginInfo
+from seamkit.plugins import PluginInfo, add_plugin, load_plugins, reset_registry
 
 
 class Commands:

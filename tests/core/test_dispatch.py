@@ -12,7 +12,6 @@ import pluggy
 import pytest
 import seamkit
 from seamkit import (
-    ConfiguredHook,
     Document,
     HookConfig,
     HookError,
@@ -27,6 +26,7 @@ from seamkit import (
 )
 from seamkit import flow as F
 from seamkit._dispatch import Dispatcher
+from seamkit.plugins import ConfiguredHook
 from seamkit.testing import make_context, run_event, scripted_hook
 
 E = HookEvent

@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from seamkit import AppConfig, ManifestError, load_plugins
+from seamkit import AppConfig, ManifestError
+from seamkit.plugins import load_plugins
 
 from tests.conftest import entry_point, installed_entry_points
 
@@ -96,8 +97,7 @@ def test_hookimpls_are_listed_and_unknown_hook_names_rejected() -> None:
         def on_pre_llmm(self, ctx, request):  # type: ignore[no-untyped-def]
             return None
 
-    from seamkit._loader import add_plugin
-    from seamkit._registry import PluginInfo
+    from seamkit.plugins import PluginInfo, add_plugin
 
     info = add_plugin(registry, Typo(), PluginInfo(name="typo"))  # type: ignore[arg-type]
     assert "no hookspec of that name" in (info.error or "")
@@ -107,8 +107,7 @@ def test_a_plugin_that_raises_while_registering_registers_nothing() -> None:
     from typing import Literal
 
     import seamkit
-    from seamkit._loader import add_plugin
-    from seamkit._registry import PluginInfo
+    from seamkit.plugins import PluginInfo, add_plugin
 
     class HalfConfig(seamkit.HookConfig):
         kind: Literal["half"] = "half"
@@ -129,8 +128,7 @@ def test_bad_registrations_are_reported() -> None:
     from typing import Literal
 
     import seamkit
-    from seamkit._loader import add_plugin
-    from seamkit._registry import PluginInfo
+    from seamkit.plugins import PluginInfo, add_plugin
 
     class NotLiteral(seamkit.HookConfig):
         kind: str = "x"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from seamkit import AppConfig, ManifestError, Secret, load_plugins
+from seamkit import AppConfig, ManifestError, Secret
+from seamkit.plugins import load_plugins
 
 from tests.conftest import entry_point, installed_entry_points
 
@@ -111,9 +112,9 @@ def test_interpolation_defaults_and_secrets(registry, monkeypatch) -> None:  # t
         },
         registry=registry,
     )
-    assert config.name == "from-env" and config.model == "scripted:s.yaml"
+    assert config.name == "from-env" and config.model.spec == "scripted:s.yaml"
     assert config.preamble == "cost: ${env:X}"
-    from seamkit._interpolate import interpolate
+    from seamkit._manifest._interpolate import interpolate
 
     data, problems = interpolate({"args": {"key": "Bearer ${secret:TOKEN}"}})
     secret = data["args"]["key"]
@@ -217,9 +218,8 @@ def test_preview_kinds_are_hidden_unless_enabled(monkeypatch) -> None:  # type: 
     from typing import Literal
 
     import seamkit
-    from seamkit._loader import add_plugin
-    from seamkit._registry import PluginInfo
-    from seamkit._schema import manifest_schema
+    from seamkit._manifest import manifest_schema
+    from seamkit.plugins import PluginInfo, add_plugin
 
     class BetaConfig(seamkit.HookConfig):
         kind: Literal["beta"] = "beta"

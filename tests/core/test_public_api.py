@@ -12,6 +12,8 @@ PUBLIC_MODULES = {
     "seamkit",
     "seamkit.flow",
     "seamkit.hookspecs",
+    "seamkit.injection",
+    "seamkit.plugins",
     "seamkit.stream",
     "seamkit.testing",
 }

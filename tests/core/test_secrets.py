@@ -52,9 +52,7 @@ def reveals(_token: str) -> str:
 def test_the_canary_never_leaks(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     context = ActionContext(token=Secret(CANARY), user="ann")
-    tools = asyncio.run(
-        seamkit.resolve_tools(tools=[fetch, leaky, looks_inside, wants_the_wrapper, reveals])
-    )
+    tools = asyncio.run(_tool_map([fetch, leaky, looks_inside, wants_the_wrapper, reveals]))
     hook_ctx = HookContext(action_context=context, tools=tools)
 
     async def calls() -> list[ToolResult]:
@@ -107,3 +105,7 @@ def test_a_secret_cannot_be_pickled() -> None:
 
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(Secret(CANARY))
+
+
+async def _tool_map(tools: list[object]) -> seamkit.ToolMap:
+    return seamkit.ToolMap.of(tools)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 import seamkit
 from click.testing import CliRunner
-from seamkit import Agent, Message, SessionBusy, SessionStore
+from seamkit import Agent, Message, SessionBusy, SQLiteSessionStore
 from seamkit._cli import cli
 from seamkit.testing import ScriptedModel
 
@@ -23,15 +24,15 @@ HELLO = ROOT / "docs" / "examples" / "hello" / "app.yaml"
 
 
 def test_a_session_continues_the_conversation(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.sqlite")
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
     agent = Agent(model=ScriptedModel([{"text": "one"}, {"text": "two"}]), plugin_hooks=False)
     first = agent.run_sync("hi", session="chat", store=store)
     second = agent.run_sync("again", session="chat", store=store)
     assert [m.text for m in first.transcript] == ["hi", "one"]
     assert [m.text for m in second.transcript] == ["hi", "one", "again", "two"]
-    assert store.load("chat") == list(second.transcript)
-    assert store.names() == ["chat"]
-    assert store.load("other") == []
+    assert _stored(store, "chat") == list(second.transcript)
+    assert asyncio.run(store.list()) == ["chat"]
+    assert _stored(store, "other") == []
 
 
 def test_a_finished_run_replaces_the_stored_transcript_rewrites_included(tmp_path: Path) -> None:
@@ -40,15 +41,15 @@ def test_a_finished_run_replaces_the_stored_transcript_rewrites_included(tmp_pat
         def on_request_start(self, ctx: Any, messages: Any) -> Any:
             return seamkit.flow.RewriteMessages(list(messages)[-1:])
 
-    store = SessionStore(tmp_path / "s.sqlite")
-    store.save("chat", [Message.user("old"), Message.assistant("older")])
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
+    asyncio.run(store.save("chat", [Message.user("old"), Message.assistant("older")], {}))
     agent = Agent(model=ScriptedModel([{"text": "new"}]), hooks=[Forget()], plugin_hooks=False)
     agent.run_sync("now", session="chat", store=store)
-    assert [m.text for m in store.load("chat")] == ["now", "new"]
+    assert [m.text for m in _stored(store, "chat")] == ["now", "new"]
 
 
 def test_a_second_run_waits_then_fails_with_session_busy(tmp_path: Path) -> None:
-    store = SessionStore(tmp_path / "s.sqlite")
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
     agent = Agent(
         model=ScriptedModel([{"text": "x"}]),
         settings={"session_wait_seconds": 0.1},
@@ -56,12 +57,12 @@ def test_a_second_run_waits_then_fails_with_session_busy(tmp_path: Path) -> None
     )
 
     async def go() -> None:
-        async with store.hold("chat"):
+        async with store.lock("chat", 10):
             with pytest.raises(SessionBusy, match="session 'chat' busy"):
                 await agent.run("hi", session="chat", store=store)
 
     asyncio.run(go())
-    assert store.load("chat") == []  # nothing ran
+    assert _stored(store, "chat") == []  # nothing ran
 
 
 def test_concurrent_runs_on_one_session_take_turns_and_lose_nothing(tmp_path: Path) -> None:
@@ -73,14 +74,14 @@ def test_concurrent_runs_on_one_session_take_turns_and_lose_nothing(tmp_path: Pa
         async def stream(self, request: Any) -> Any:
             yield await self.complete(request)
 
-    store = SessionStore(tmp_path / "s.sqlite")
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
     agent = Agent(model=Slow(), plugin_hooks=False)
 
     async def go() -> None:
         await asyncio.gather(*(agent.run(f"m{i}", session="chat", store=store) for i in range(4)))
 
     asyncio.run(go())
-    texts = [m.text for m in store.load("chat")]
+    texts = [m.text for m in _stored(store, "chat")]
     assert sorted(t for t in texts if not t.startswith("re:")) == ["m0", "m1", "m2", "m3"]
     assert len(texts) == 8
     for i in range(0, 8, 2):  # each answer follows its own question
@@ -95,7 +96,7 @@ def test_a_session_busy_across_processes(tmp_path: Path) -> None:
             "-c",
             "import asyncio, sys, seamkit\n"
             "async def main():\n"
-            f"    async with seamkit.SessionStore({str(store_path)!r}).hold('chat'):\n"
+            f"    async with seamkit.SQLiteSessionStore({str(store_path)!r}).lock('chat', 10):\n"
             "        print('held', flush=True)\n"
             "        await asyncio.sleep(30)\n"
             "asyncio.run(main())\n",
@@ -111,13 +112,13 @@ def test_a_session_busy_across_processes(tmp_path: Path) -> None:
             plugin_hooks=False,
         )
         with pytest.raises(SessionBusy):
-            agent.run_sync("hi", session="chat", store=SessionStore(store_path))
+            agent.run_sync("hi", session="chat", store=SQLiteSessionStore(store_path))
     finally:
         holder.kill()
         holder.wait()
     # The OS released the dead holder's lock.
     agent = Agent(model=ScriptedModel([{"text": "x"}]), plugin_hooks=False)
-    assert agent.run_sync("hi", session="chat", store=SessionStore(store_path)).output == "x"
+    assert agent.run_sync("hi", session="chat", store=SQLiteSessionStore(store_path)).output == "x"
 
 
 # --- seamkit run --------------------------------------------------------------------
@@ -127,9 +128,10 @@ def test_seamkit_run_streams_the_answer_and_shows_tools() -> None:
     result = CliRunner().invoke(cli, ["run", str(HELLO), "add 2 and 3"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "2 + 3 = 5.\n"
-    assert result.stderr.splitlines() == [
-        '→ calc_add({"a": 2, "b": 3})',
-        "← calc_add: 5",
+    lines = [re.sub(r" \(\d+\.\d\ds\)", " (T)", line) for line in result.stderr.splitlines()]
+    assert lines == [
+        '→ calc_add({"a": 2, "b": 3})',  # printed when the tool starts
+        "← calc_add (T): 5",  # with the time it took
         "[completed · 2 model calls · 5 in / 2 out tokens]",
     ]
 
@@ -175,7 +177,7 @@ def test_seamkit_run_keeps_a_session_across_processes(tmp_path: Path) -> None:
         )
         assert out.returncode == 0, out.stderr
         assert out.stdout == "noted\n"
-    transcript = SessionStore(store).load("s1")
+    transcript = _stored(SQLiteSessionStore(store), "s1")
     assert [m.text for m in transcript] == ["first", "noted", "second", "noted"]
 
 
@@ -185,3 +187,10 @@ def test_seamkit_now_must_be_an_instant(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1
     assert "error: SEAMKIT_NOW='2026-11-22T09:00:00' has no UTC offset" in result.output
+
+
+def _stored(store: seamkit.SessionStore, name: str) -> list[seamkit.Message]:
+    import asyncio as _asyncio
+
+    found = _asyncio.run(store.load(name))
+    return [] if found is None else list(found.transcript)

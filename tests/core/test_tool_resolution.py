@@ -15,8 +15,7 @@ import seamkit
 from click.testing import CliRunner
 from seamkit import ManifestError, ToolMap
 from seamkit._cli import cli
-from seamkit._loader import add_plugin, load_plugins, reset_registry
-from seamkit._registry import PluginInfo
+from seamkit.plugins import BuildContext, PluginInfo, add_plugin, load_plugins, reset_registry
 
 TOOLS_MODULE = '''
 import seamkit
@@ -56,7 +55,7 @@ def write_app(tmp_path: Path, tools_yaml: str, module: str = TOOLS_MODULE) -> Pa
 
 
 def resolve(app: Path | dict[str, Any], **kw: Any) -> ToolMap:
-    return asyncio.run(seamkit.resolve_tools(seamkit.AppConfig.load(app), **kw))
+    return asyncio.run(_resolve(app, **kw))
 
 
 def problems_of(app: Path, **kw: Any) -> str:
@@ -134,7 +133,7 @@ def test_tools_from_code_alone() -> None:
     def ping() -> str:
         return "pong"
 
-    tools = asyncio.run(seamkit.resolve_tools(tools=[ping]))
+    tools = seamkit.ToolMap.of([ping])
     assert list(tools) == ["ping"] and tools.toolsets == {}
 
 
@@ -267,7 +266,7 @@ def test_a_failing_tool_kind_is_reported_and_the_other_entries_still_resolve(
     assert "tools[1]: function tool 'memory_tools:nope'" in text
 
 
-def test_resolve_receives_the_agent_being_built(tmp_path: Path) -> None:
+def test_resolve_receives_the_build_context(tmp_path: Path) -> None:
     seen: list[Any] = []
 
     class EchoConfig(seamkit.ToolConfig):
@@ -287,10 +286,8 @@ def test_resolve_receives_the_agent_being_built(tmp_path: Path) -> None:
     reset_registry(registry)
     app = write_app(tmp_path, "- {kind: echo, toolset: e}\n")
     assert list(resolve(app)) == ["e_echo"]
-    assert (seen[0].name, seen[0].base_dir) == ("demo", tmp_path)
-    marker = object()
-    resolve(app, agent=marker)
-    assert seen[1] is marker
+    assert (seen[0].app_name, seen[0].base_dir) == ("demo", tmp_path)
+    assert isinstance(seen[0], BuildContext)
 
 
 # --- the CLI -----------------------------------------------------------------------
@@ -335,3 +332,8 @@ def test_tools_command_lists_what_the_model_sees(tmp_path: Path) -> None:
         "terminal": False,
         "timeout_seconds": 30,
     }
+
+
+async def _resolve(app: object, **kw: object) -> seamkit.ToolMap:
+    async with await seamkit.Agent.load(app, **kw) as agent:  # type: ignore[arg-type]
+        return agent.tools

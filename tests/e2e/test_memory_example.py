@@ -58,7 +58,7 @@ def test_a_conversation_across_processes_refreshes_memories_by_ttl(tmp_path: Pat
     saved = json.loads((tmp_path / "memories.json").read_text())
     assert saved == {"ann": ["message 0", "message 1", "message 2"]}
 
-    transcript = seamkit.SessionStore(tmp_path / "sessions.sqlite").load("ann")
+    transcript = _stored(seamkit.SQLiteSessionStore(tmp_path / "sessions.sqlite"), "ann")
     injected = [
         m for m in transcript if m.role == "tool" and (m.tool_call_id or "").startswith("synth_")
     ]
@@ -67,8 +67,15 @@ def test_a_conversation_across_processes_refreshes_memories_by_ttl(tmp_path: Pat
     # ["message 0", "message 1"] at 09:31: changed, so appended at the end.
     contents = [m.content for m in injected]
     assert contents == ['{"user":"ann","language":"en"}', "[]", '["message 0","message 1"]']
-    _, first, last = (seamkit.parse_synthetic_id(m.tool_call_id or "") for m in injected)
+    _, first, last = (seamkit.injection.parse_synthetic_id(m.tool_call_id or "") for m in injected)
     assert first is not None and last is not None
     assert first.expiry == 1795338000 + 30 * 60  # 2026-11-22T09:30:00Z
     assert last.expiry == 1795338000 + 61 * 60
     assert [m.role for m in transcript[:4]] == ["user", "assistant", "tool", "assistant"]
+
+
+def _stored(store: seamkit.SessionStore, name: str) -> list[seamkit.Message]:
+    import asyncio as _asyncio
+
+    found = _asyncio.run(store.load(name))
+    return [] if found is None else list(found.transcript)

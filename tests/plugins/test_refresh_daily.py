@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from seamkit import AppConfig, ManifestError, RefreshCondition, get_registry, load_plugins
+from seamkit import AppConfig, ManifestError, RefreshCondition
+from seamkit.plugins import get_registry, load_plugins
 from seamkit_refresh_daily import DailyRefresh
 
 from tests.conftest import entry_point, installed_entry_points

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from seamkit import RefreshCondition, get_registry
+from seamkit import RefreshCondition
+from seamkit.plugins import get_registry
 from seamkit_refresh_ttl import TTLRefresh
 
 

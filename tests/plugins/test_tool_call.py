@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import seamkit
 import seamkit.testing
-from seamkit import Message, get_registry
+from seamkit import Message
+from seamkit.plugins import get_registry
 
 T0 = datetime(2026, 11, 22, 9, 0, tzinfo=UTC)
 
@@ -152,14 +153,14 @@ def test_ttl_refresh_over_several_requests() -> None:
     r0, r10, r31, r45, r70 = asyncio.run(go())
     assert len(memory.calls) == 3  # at +0, +31 and +70; +10 and +45 were fresh
     (first,) = pairs(r0.transcript)
-    expiry0 = seamkit.parse_synthetic_id(first[0]).expiry
+    expiry0 = seamkit.injection.parse_synthetic_id(first[0]).expiry
     assert expiry0 == int((T0 + timedelta(minutes=30)).timestamp())
     assert pairs(r10.transcript) == [first]
     # +31: expired; unchanged content is replaced in place with a new expiry.
     (again,) = pairs(r31.transcript)
     assert again[0] != first[0] and again[1] == first[1]
     assert r31.transcript.index(next(m for m in r31.transcript if m.tool_call_id == again[0])) == 2
-    assert seamkit.parse_synthetic_id(again[0]).expiry == int(
+    assert seamkit.injection.parse_synthetic_id(again[0]).expiry == int(
         (T0 + timedelta(minutes=61)).timestamp()
     )
     # +45: still fresh (expires at +61), so the changed answer is not fetched.
@@ -189,7 +190,7 @@ def test_content_a_b_a_does_not_call_while_the_newest_expiry_is_fresh() -> None:
     assert len(memory.calls) == 3  # +25: the replaced-in-place A carries the newest expiry
     final = pairs(results[-1].transcript)
     assert [c for _, c in final] == ["A", "B"]  # A replaced in place, never duplicated
-    newest = max(seamkit.parse_synthetic_id(i).expiry for i, _ in final)
+    newest = max(seamkit.injection.parse_synthetic_id(i).expiry for i, _ in final)
     assert newest == int((T0 + timedelta(minutes=32)).timestamp())
 
 
@@ -287,7 +288,7 @@ def test_secrets_print_as_stars_in_the_pair_and_reach_the_tool(
     assert got == ["tok-123456"]
     assert result.transcript[1].tool_calls[0].function.arguments == '{"token": "***"}'
     assert "tok-123456" not in result.model_dump_json()
-    expected = seamkit.synthetic_id(
+    expected = seamkit.injection.synthetic_id(
         "fetch", {"token": seamkit.Secret("x", source="${secret:MEMORY_TOKEN}")}, "fine"
     )
     assert result.transcript[1].tool_calls[0].id == expected

@@ -1,6 +1,6 @@
 """The laws of synthetic tool-call injection, proved with hypothesis.
 
-The subject is ``seamkit.inject_tool_result`` and its helpers
+The subject is ``seamkit.injection.inject_tool_result`` and its helpers
 (``synthetic_id``, ``parse_synthetic_id``, ``freshest_expiry``). A *pair* is
 an assistant message with exactly one tool call immediately followed by the
 tool message answering that call's id; it is *synthetic* when the id follows
@@ -45,7 +45,8 @@ import pytest
 import seamkit
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit import Message, MessageToolCall, Secret, SyntheticId
+from seamkit import Message, MessageToolCall, Secret
+from seamkit.injection import SyntheticId
 from seamkit.testing.strategies import json_values, messages
 
 # --- hashing, as the grammar says ----------------------------------------------------
@@ -95,7 +96,7 @@ ARGUMENTS: tuple[dict[str, Any], ...] = (
     {"token": Secret("tok-2", source="${secret:T2}")},
 )
 CONTENTS = ("", "A", "B", '["likes tea"]', "ünï\ncödé")
-FREQUENCIES: tuple[seamkit.Frequency, ...] = ("always", "append_if_changed", "once")
+FREQUENCIES: tuple[seamkit.injection.Frequency, ...] = ("always", "append_if_changed", "once")
 MAX_EXPIRY = 16**15 - 1  # the largest expiry whose id keeps within 40 characters
 SECRET_VALUES = ("tok-1", "tok-2")
 
@@ -121,11 +122,11 @@ class Injection:
     name: str
     arguments: dict[str, Any]
     content: str
-    frequency: seamkit.Frequency
+    frequency: seamkit.injection.Frequency
     expiry: int | None
 
     def apply(self, history: Sequence[Message]) -> list[Message]:
-        return seamkit.inject_tool_result(
+        return seamkit.injection.inject_tool_result(
             history,
             name=self.name,
             arguments=self.arguments,
@@ -150,14 +151,16 @@ COMBINATIONS: tuple[tuple[str, dict[str, Any], str], ...] = tuple(
 
 def _injection(
     combination: tuple[str, dict[str, Any], str],
-    frequency: seamkit.Frequency,
+    frequency: seamkit.injection.Frequency,
     expiry: int | None,
 ) -> Injection:
     name, arguments, content = combination
     return Injection(name, arguments, content, frequency, expiry)
 
 
-def injections(frequencies: Sequence[seamkit.Frequency] = FREQUENCIES) -> st.SearchStrategy[Any]:
+def injections(
+    frequencies: Sequence[seamkit.injection.Frequency] = FREQUENCIES,
+) -> st.SearchStrategy[Any]:
     """One injection of the pools (one draw for name, arguments and content)."""
     return st.builds(
         _injection,
@@ -265,7 +268,7 @@ def conversations(draw: st.DrawFn) -> list[Message]:
 # injections; their expiries go up to the largest an id can hold.
 NEAR_EXPIRIES = (None, 0, 1_800_000_000, MAX_EXPIRY)
 ID_POOL = tuple(
-    seamkit.synthetic_id(n, a, c, expiry=e)
+    seamkit.injection.synthetic_id(n, a, c, expiry=e)
     for n in NAMES
     for a in ARGUMENTS
     for c in CONTENTS
@@ -311,7 +314,9 @@ _NEAR_PAIR_LISTS = st.lists(st.sampled_from(NEAR_PAIRS), max_size=2)
 
 
 @functools.cache
-def _earlier(frequencies: tuple[seamkit.Frequency, ...]) -> st.SearchStrategy[list[Injection]]:
+def _earlier(
+    frequencies: tuple[seamkit.injection.Frequency, ...],
+) -> st.SearchStrategy[list[Injection]]:
     # Built once: a strategy built inside a composite is built (and validated)
     # again on every draw, which doubles the cost of an example.
     return st.lists(injections(frequencies), max_size=3)
@@ -319,7 +324,7 @@ def _earlier(frequencies: tuple[seamkit.Frequency, ...]) -> st.SearchStrategy[li
 
 @st.composite
 def injected_histories(
-    draw: st.DrawFn, frequencies: Sequence[seamkit.Frequency] = FREQUENCIES
+    draw: st.DrawFn, frequencies: Sequence[seamkit.injection.Frequency] = FREQUENCIES
 ) -> tuple[Message, ...]:
     """A conversation, or a list of arbitrary messages (the kit's ``messages()``
     or loose ones), then up to two malformed near-pairs inserted anywhere, then
@@ -380,15 +385,15 @@ def test_parse_gives_back_the_hashes_and_the_expiry(
     (``e`` in Unix seconds, a datetime truncated to the second); its identity
     is the first 12 hex digits, its key all 18, and the arguments' key order
     does not change the id."""
-    made = seamkit.synthetic_id(name, arguments, content, expiry=expiry)
+    made = seamkit.injection.synthetic_id(name, arguments, content, expiry=expiry)
     seconds = int(expiry.timestamp()) if isinstance(expiry, datetime) else expiry
-    parsed = seamkit.parse_synthetic_id(made)
+    parsed = seamkit.injection.parse_synthetic_id(made)
     sorted_args = json.dumps(arguments, sort_keys=True)
     assert parsed == SyntheticId(h6(name), h6(sorted_args), h6(content), seconds)
     assert parsed.identity == made[6:18] == h6(name) + h6(sorted_args)
     assert parsed.key == made[6:24]
     reversed_args = dict(reversed(list(arguments.items())))
-    assert seamkit.synthetic_id(name, reversed_args, content, expiry=expiry) == made
+    assert seamkit.injection.synthetic_id(name, reversed_args, content, expiry=expiry) == made
 
 
 @given(
@@ -408,12 +413,12 @@ def test_an_id_is_at_most_40_characters_or_refused(
     expiry before 1970 or too large for 40 characters (16**15 and more) is a
     ValueError, never a longer id."""
     if 0 <= expiry <= MAX_EXPIRY:
-        made = seamkit.synthetic_id(name, arguments, content, expiry=expiry)
+        made = seamkit.injection.synthetic_id(name, arguments, content, expiry=expiry)
         assert len(made) <= 40 and GRAMMAR.fullmatch(made) is not None
         assert id_expiry(made) == expiry
     else:
         with pytest.raises(ValueError):
-            seamkit.synthetic_id(name, arguments, content, expiry=expiry)
+            seamkit.injection.synthetic_id(name, arguments, content, expiry=expiry)
 
 
 # --- injection -----------------------------------------------------------------------
@@ -444,12 +449,12 @@ def test_every_injected_pair_is_well_formed(
         assert tool_message.role == "tool" and tool_message.tool_call_id == call.id
         assert tool_message.content == injection.content
         assert len(call.id) <= 40 and fresh[0] in synthetic_pairs(after)
-        parsed = seamkit.parse_synthetic_id(call.id)
+        parsed = seamkit.injection.parse_synthetic_id(call.id)
         assert parsed is not None and parsed.identity == injection.identity
         assert parsed.expiry == injection.expiry
         if injection.frequency != "always":
             assert parsed.key == injection.key
-            assert call.id == seamkit.synthetic_id(
+            assert call.id == seamkit.injection.synthetic_id(
                 injection.name, injection.arguments, injection.content, expiry=injection.expiry
             )
         dumped = call_message.model_dump_json() + tool_message.model_dump_json()
@@ -598,4 +603,6 @@ def test_freshest_expiry_is_the_largest_of_the_well_formed_pairs_of_that_identit
         for i in synthetic_pairs(current)
         if pair_id(current, i)[6:18] == wanted and (e := id_expiry(pair_id(current, i))) is not None
     ]
-    assert seamkit.freshest_expiry(current, name, arguments) == (max(found) if found else None)
+    assert seamkit.injection.freshest_expiry(current, name, arguments) == (
+        max(found) if found else None
+    )

@@ -35,7 +35,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from seamkit import ActionContext, Injected, InvalidToolCall, Secret, Tool, ToolResult
-from seamkit._names import TOOL_NAME_PATTERN, check_toolname
+from seamkit._tool import TOOL_NAME_PATTERN, check_toolname
 from seamkit.testing.strategies import json_values
 
 T = TypeVar("T")

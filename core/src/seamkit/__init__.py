@@ -2,8 +2,11 @@
 ("seams") through pluggy; hook kinds, refresh conditions, tool kinds and model
 providers come from plugins discovered through the ``seamkit`` entry-point group.
 
-Everything public is importable from here; modules whose names start with an
-underscore are private.
+Everything an app or a hook needs is importable from here; what only plugin
+authors need lives in the public submodules `seamkit.plugins` (the registry,
+loading, the build context), `seamkit.injection` (synthetic tool-call pairs),
+`seamkit.flow`, `seamkit.stream`, `seamkit.hookspecs` and `seamkit.testing`.
+Modules whose names start with an underscore are private.
 """
 
 from __future__ import annotations
@@ -11,211 +14,291 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from . import flow, hookspecs, stream
-    from ._agent import Agent
-    from ._app import AppConfig, Settings
-    from ._config import AnyRefreshCondition, HookConfig, KindConfig, RefreshCondition, ToolConfig
-    from ._context import ActionContext, HookContext, Scratchpad
-    from ._dispatch import ConfiguredHook, Dispatched, HookStack
+if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
+    from . import (
+        flow as flow,
+    )
+    from . import (
+        hookspecs as hookspecs,
+    )
+    from . import (
+        injection as injection,
+    )
+    from . import (
+        plugins as plugins,
+    )
+    from . import (
+        stream as stream,
+    )
+    from ._agent import (
+        Agent as Agent,
+    )
+    from ._config import (
+        AnyRefreshCondition as AnyRefreshCondition,
+    )
+    from ._config import (
+        HookConfig as HookConfig,
+    )
+    from ._config import (
+        KindConfig as KindConfig,
+    )
+    from ._config import (
+        ModelConfig as ModelConfig,
+    )
+    from ._config import (
+        RefreshCondition as RefreshCondition,
+    )
+    from ._config import (
+        ToolConfig as ToolConfig,
+    )
+    from ._context import (
+        ActionContext as ActionContext,
+    )
+    from ._context import (
+        HookContext as HookContext,
+    )
+    from ._context import (
+        Scratchpad as Scratchpad,
+    )
+    from ._dispatch import (
+        HookStack as HookStack,
+    )
     from ._errors import (
-        HookError,
-        InvalidToolCall,
-        ManifestError,
-        PluginError,
-        Problem,
-        SeamkitError,
+        HookError as HookError,
     )
-    from ._events import HookEvent
-    from ._function_kind import FunctionToolConfig
-    from ._injection import (
-        Frequency,
-        SyntheticId,
-        freshest_expiry,
-        inject_tool_result,
-        injected_results,
-        parse_synthetic_id,
-        synthetic_id,
+    from ._errors import (
+        InvalidToolCall as InvalidToolCall,
     )
-    from ._loader import get_registry, load_plugins
-    from ._markers import hookimpl
-    from ._messages import Document, FunctionCall, Message, MessageToolCall
-    from ._model import Model
-    from ._names import sanitize_toolname
-    from ._patch import RequestPatch
-    from ._registry import KindInfo, PluginInfo, Registry
-    from ._results import (
-        Cancelled,
-        Completed,
-        Diagnostic,
-        Failed,
-        MaxTurns,
-        ModelRequest,
-        ModelTurn,
-        Outcome,
-        RunResult,
-        Terminated,
-        ToolCall,
-        ToolResult,
-        ToolSpec,
-        Usage,
+    from ._errors import (
+        ManifestError as ManifestError,
     )
-    from ._secret import Secret
-    from ._sessions import SessionBusy, SessionStore
-    from ._signature import Injected
-    from ._tool import Tool, tool
-    from ._toolmap import ToolMap, resolve_tools
-    from ._version import __version__
+    from ._errors import (
+        ModelError as ModelError,
+    )
+    from ._errors import (
+        PluginError as PluginError,
+    )
+    from ._errors import (
+        Problem as Problem,
+    )
+    from ._errors import (
+        ScriptError as ScriptError,
+    )
+    from ._errors import (
+        SeamkitError as SeamkitError,
+    )
+    from ._errors import (
+        SessionBusy as SessionBusy,
+    )
+    from ._errors import (
+        SessionError as SessionError,
+    )
+    from ._errors import (
+        ToolDefinitionError as ToolDefinitionError,
+    )
+    from ._events import (
+        HookEvent as HookEvent,
+    )
+    from ._events import (
+        hookimpl as hookimpl,
+    )
+    from ._function_kind import (
+        FunctionToolConfig as FunctionToolConfig,
+    )
+    from ._manifest import (
+        AppConfig as AppConfig,
+    )
+    from ._manifest import (
+        SessionsConfig as SessionsConfig,
+    )
+    from ._manifest import (
+        Settings as Settings,
+    )
+    from ._patch import (
+        RequestPatch as RequestPatch,
+    )
+    from ._secret import (
+        Secret as Secret,
+    )
+    from ._secret import (
+        redact as redact,
+    )
+    from ._sessions import (
+        SessionStore as SessionStore,
+    )
+    from ._sessions import (
+        SQLiteSessionStore as SQLiteSessionStore,
+    )
+    from ._sessions import (
+        StoredSession as StoredSession,
+    )
+    from ._signature import (
+        Injected as Injected,
+    )
+    from ._tool import (
+        Tool as Tool,
+    )
+    from ._tool import (
+        sanitize_toolname as sanitize_toolname,
+    )
+    from ._tool import (
+        tool as tool,
+    )
+    from ._toolmap import (
+        ToolMap as ToolMap,
+    )
+    from ._toolmap import (
+        ToolSource as ToolSource,
+    )
+    from ._types import (
+        Cancelled as Cancelled,
+    )
+    from ._types import (
+        Completed as Completed,
+    )
+    from ._types import (
+        Diagnostic as Diagnostic,
+    )
+    from ._types import (
+        Document as Document,
+    )
+    from ._types import (
+        Failed as Failed,
+    )
+    from ._types import (
+        FunctionCall as FunctionCall,
+    )
+    from ._types import (
+        MaxTurns as MaxTurns,
+    )
+    from ._types import (
+        Message as Message,
+    )
+    from ._types import (
+        MessageToolCall as MessageToolCall,
+    )
+    from ._types import (
+        Model as Model,
+    )
+    from ._types import (
+        ModelRequest as ModelRequest,
+    )
+    from ._types import (
+        ModelTurn as ModelTurn,
+    )
+    from ._types import (
+        Outcome as Outcome,
+    )
+    from ._types import (
+        RunResult as RunResult,
+    )
+    from ._types import (
+        Terminated as Terminated,
+    )
+    from ._types import (
+        ToolCall as ToolCall,
+    )
+    from ._types import (
+        ToolResult as ToolResult,
+    )
+    from ._types import (
+        ToolSpec as ToolSpec,
+    )
+    from ._types import (
+        Usage as Usage,
+    )
 
-__all__ = [
-    "ActionContext",
-    "Agent",
-    "AnyRefreshCondition",
-    "AppConfig",
-    "Cancelled",
-    "Completed",
-    "ConfiguredHook",
-    "Diagnostic",
-    "Dispatched",
-    "Document",
-    "Failed",
-    "Frequency",
-    "FunctionCall",
-    "FunctionToolConfig",
-    "HookConfig",
-    "HookContext",
-    "HookError",
-    "HookEvent",
-    "HookStack",
-    "Injected",
-    "InvalidToolCall",
-    "KindConfig",
-    "KindInfo",
-    "ManifestError",
-    "MaxTurns",
-    "Message",
-    "MessageToolCall",
-    "Model",
-    "ModelRequest",
-    "ModelTurn",
-    "Outcome",
-    "PluginError",
-    "PluginInfo",
-    "Problem",
-    "RefreshCondition",
-    "Registry",
-    "RequestPatch",
-    "RunResult",
-    "Scratchpad",
-    "SeamkitError",
-    "Secret",
-    "SessionBusy",
-    "SessionStore",
-    "Settings",
-    "SyntheticId",
-    "Terminated",
-    "Tool",
-    "ToolCall",
-    "ToolConfig",
-    "ToolMap",
-    "ToolResult",
-    "ToolSpec",
-    "Usage",
-    "__version__",
-    "flow",
-    "freshest_expiry",
-    "get_registry",
-    "hookimpl",
-    "hookspecs",
-    "inject_tool_result",
-    "injected_results",
-    "load_plugins",
-    "parse_synthetic_id",
-    "resolve_tools",
-    "sanitize_toolname",
-    "stream",
-    "synthetic_id",
-    "tool",
-]
+    __version__: str
 
-# Public names load on first use (PEP 562), so `import seamkit` costs little
-# and a process pays only for what it touches.
-_LAZY: dict[str, str] = {
+_PUBLIC: dict[str, str] = {
+    # name: the module that defines it ("" for a public submodule)
     "flow": "",
     "hookspecs": "",
+    "injection": "",
+    "plugins": "",
     "stream": "",
     "Agent": "._agent",
-    "Model": "._model",
-    "SessionBusy": "._sessions",
-    "SessionStore": "._sessions",
-    "__version__": "._version",
-    "AppConfig": "._app",
-    "Settings": "._app",
     "AnyRefreshCondition": "._config",
     "HookConfig": "._config",
     "KindConfig": "._config",
+    "ModelConfig": "._config",
     "RefreshCondition": "._config",
     "ToolConfig": "._config",
     "ActionContext": "._context",
     "HookContext": "._context",
     "Scratchpad": "._context",
+    "HookStack": "._dispatch",
     "HookError": "._errors",
+    "InvalidToolCall": "._errors",
     "ManifestError": "._errors",
+    "ModelError": "._errors",
     "PluginError": "._errors",
     "Problem": "._errors",
+    "ScriptError": "._errors",
     "SeamkitError": "._errors",
-    "InvalidToolCall": "._errors",
+    "SessionBusy": "._errors",
+    "SessionError": "._errors",
+    "ToolDefinitionError": "._errors",
     "HookEvent": "._events",
-    "ConfiguredHook": "._dispatch",
-    "Dispatched": "._dispatch",
-    "HookStack": "._dispatch",
+    "hookimpl": "._events",
     "FunctionToolConfig": "._function_kind",
-    "get_registry": "._loader",
-    "Frequency": "._injection",
-    "SyntheticId": "._injection",
-    "freshest_expiry": "._injection",
-    "inject_tool_result": "._injection",
-    "injected_results": "._injection",
-    "parse_synthetic_id": "._injection",
-    "synthetic_id": "._injection",
-    "load_plugins": "._loader",
-    "hookimpl": "._markers",
-    "Document": "._messages",
-    "FunctionCall": "._messages",
-    "Message": "._messages",
-    "MessageToolCall": "._messages",
+    "AppConfig": "._manifest",
+    "SessionsConfig": "._manifest",
+    "Settings": "._manifest",
     "RequestPatch": "._patch",
-    "KindInfo": "._registry",
-    "PluginInfo": "._registry",
-    "Registry": "._registry",
     "Secret": "._secret",
-    "sanitize_toolname": "._names",
+    "redact": "._secret",
+    "SQLiteSessionStore": "._sessions",
+    "SessionStore": "._sessions",
+    "StoredSession": "._sessions",
     "Injected": "._signature",
     "Tool": "._tool",
+    "sanitize_toolname": "._tool",
     "tool": "._tool",
     "ToolMap": "._toolmap",
-    "resolve_tools": "._toolmap",
+    "ToolSource": "._toolmap",
+    "Cancelled": "._types",
+    "Completed": "._types",
+    "Diagnostic": "._types",
+    "Document": "._types",
+    "Failed": "._types",
+    "FunctionCall": "._types",
+    "MaxTurns": "._types",
+    "Message": "._types",
+    "MessageToolCall": "._types",
+    "Model": "._types",
+    "ModelRequest": "._types",
+    "ModelTurn": "._types",
+    "Outcome": "._types",
+    "RunResult": "._types",
+    "Terminated": "._types",
+    "ToolCall": "._types",
+    "ToolResult": "._types",
+    "ToolSpec": "._types",
+    "Usage": "._types",
+    "__version__": "",
 }
-_RESULTS = (
-    "Cancelled Completed Diagnostic Failed MaxTurns ModelRequest ModelTurn Outcome RunResult "
-    "Terminated ToolCall ToolResult ToolSpec Usage"
-)
-for _name in _RESULTS.split():
-    _LAZY[_name] = "._results"
+
+__all__ = sorted(_PUBLIC)
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    # Public names load on first use (PEP 562), so `import seamkit` costs
+    # little and a process pays only for what it touches.
+    module = _PUBLIC.get(name)
     if module is None:
         raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
-    value = (
-        importlib.import_module(f".{name}", __name__)
-        if module == ""
-        else getattr(importlib.import_module(module, __name__), name)
-    )
+    if name == "__version__":
+        from importlib.metadata import version
+
+        value: Any = version("seamkit")
+    elif module == "":
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return list(__all__)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import datetime
@@ -11,21 +11,29 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
-from ._app import AppConfig, Settings
+from ._config import ModelConfig
 from ._context import ActionContext, HookContext, system_clock
-from ._dispatch import ConfiguredHook, Dispatcher
-from ._drive import RunState, drive
-from ._errors import ManifestError, Problem, SeamkitError
+from ._dispatch import Dispatcher, Observer
+from ._drive import Emit, RunPlan, RunState, drive
 from ._events import HookEvent
-from ._messages import Message
-from ._model import Model, resolve_model
-from ._results import ModelRequest, RunResult
-from ._toolmap import ToolMap, resolve_tools
-from .stream import Event
+from ._loader import get_registry
+from ._manifest import AppConfig, Settings
+from ._parts import ToolEntry, build_model, build_parts, current_tools
+from ._registry import BuildContext, Registry
+from ._sessions import SessionStore, StoredSession, open_store
+from ._tool import Tool
+from ._toolmap import ToolMap
+from ._types import Diagnostic, Message, Model, RunResult
+from .stream import STREAMED, Event, ObservedEvent
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "Input"]
+
+log = logging.getLogger("seamkit.run")
 
 Input = str | Message | Sequence[Message]
+"""What a run answers: the user's text, a message, or messages."""
+
+UNANSWERED = "Not run: the previous run ended before this call was answered."
 
 
 class Agent:
@@ -39,20 +47,22 @@ class Agent:
 
     def __init__(
         self,
-        model: Model | str,
+        model: Model | str | ModelConfig,
         *,
         name: str = "agent",
         preamble: str | None = None,
-        tools: Iterable[Any] = (),
+        tools: ToolMap | Iterable[Tool | Callable[..., Any]] = (),
         hooks: Sequence[object] = (),
         settings: Settings | Mapping[str, Any] | None = None,
         clock: Callable[[], datetime] | None = None,
         plugin_hooks: bool = True,
-        registry: Any = None,
+        registry: Registry | None = None,
         base_dir: str | PathLike[str] | None = None,
+        store: SessionStore | str | None = None,
+        exit_stack: AsyncExitStack | None = None,
+        config: AppConfig | None = None,
+        tool_entries: Sequence[ToolEntry] = (),
     ) -> None:
-        from ._loader import get_registry
-
         self.registry = registry if registry is not None else get_registry()
         self.name = name
         self.preamble = preamble
@@ -61,13 +71,36 @@ class Agent:
         )
         self.clock = clock if clock is not None else system_clock
         self.base_dir = Path(base_dir) if base_dir is not None else None
-        self.config: AppConfig | None = None
-        self.exit_stack = AsyncExitStack()
+        self.config = config
+        """The manifest this agent was loaded from (``None`` when built in code)."""
+        self.exit_stack = exit_stack if exit_stack is not None else AsyncExitStack()
         """Where tool kinds register what ``async with agent`` closes."""
-        self.model: Model = resolve_model(model, registry=self.registry, base_dir=self.base_dir)
-        self._plugin_hooks = plugin_hooks
-        self._set_tools(ToolMap.of(tools))
-        self._set_hooks(list(hooks))
+        build = BuildContext(
+            name, self.registry, base_dir=self.base_dir, clock=clock, exit_stack=self.exit_stack
+        )
+        self.model: Model = build_model(model, build)
+        self._store_spec = store
+        self._store: SessionStore | None = store if isinstance(store, SessionStore) else None
+        code = ToolMap.of(tools)
+        self._entries = tuple(tool_entries)
+        from_entries = {final for entry in self._entries for final, *_ in entry.found()}
+        self._code = tuple(t for n, t in code.items() if n not in from_entries)
+        self._dispatcher = Dispatcher(self.registry.plugin_manager if plugin_hooks else None, hooks)
+        self._plan = self._make_plan(code)
+
+    def _make_plan(self, tools: ToolMap) -> RunPlan:
+        return RunPlan(
+            name=self.name,
+            model=self.model,
+            preamble=self.preamble,
+            tools=tools,
+            specs=tuple(t.spec for t in tools.values()),
+            dispatcher=self._dispatcher,
+            hooked=frozenset(e for e in HookEvent if self._dispatcher.hooks_at(e)),
+            settings=self.settings,
+            clock=self.clock,
+            agent=self,
+        )
 
     # --- building -------------------------------------------------------------
 
@@ -76,106 +109,90 @@ class Agent:
         cls,
         source: AppConfig | str | PathLike[str] | Mapping[str, Any],
         *,
-        tools: Iterable[Any] = (),
+        tools: Iterable[Tool | Callable[..., Any]] = (),
         hooks: Sequence[object] = (),
-        model: Model | str | None = None,
+        model: Model | str | ModelConfig | None = None,
         clock: Callable[[], datetime] | None = None,
-        registry: Any = None,
+        registry: Registry | None = None,
+        store: SessionStore | str | None = None,
     ) -> Agent:
         """Build an agent from a manifest (a path, a dict or an `AppConfig`).
 
-        Awaits every tool kind's ``resolve`` and builds every configured hook.
-        ``tools`` and ``hooks`` add code tools and hooks; ``model`` replaces
-        the manifest's model. Raises :class:`seamkit.ManifestError` listing
-        every problem, each naming its manifest entry.
+        Awaits every tool kind's ``resolve`` and builds every configured hook,
+        once. ``tools`` and ``hooks`` add code tools and hooks; ``model``
+        replaces the manifest's model; ``store`` the manifest's session store.
+        Raises :class:`seamkit.ManifestError` listing every problem, each
+        naming its manifest entry.
         """
-        app = source if isinstance(source, AppConfig) else AppConfig.load(source, registry=registry)
-        base_dir = Path(app.source).resolve().parent if app.source else None
-        from ._loader import get_registry
-        from ._toolmap import locate_problems
-
         registry = registry if registry is not None else get_registry()
-        problems: list[Problem] = []
+        app = AppConfig.load(source, registry=registry)
+        base_dir = Path(app.source).resolve().parent if app.source else None
+        stack = AsyncExitStack()
+        sections = {
+            key: value for key in registry.sections if (value := app.section(key)) is not None
+        }
+        build = BuildContext(app.name, registry, ToolMap(), base_dir, clock, stack, sections)
         try:
-            built = resolve_model(
-                model if model is not None else app.model, registry=registry, base_dir=base_dir
+            parts = await build_parts(app, build, model=model, tools=tools, hooks=hooks)
+            return cls(
+                parts.model,
+                name=app.name,
+                preamble=app.preamble,
+                tools=parts.tools,
+                hooks=parts.hooks,
+                settings=app.settings,
+                clock=clock,
+                registry=registry,
+                base_dir=base_dir,
+                store=store if store is not None else app.sessions.store,
+                exit_stack=stack,
+                config=app,
+                tool_entries=parts.entries,
             )
-        except SeamkitError as exc:
-            problems.append(Problem(("model",), exc.message, exc.hint))
-            built = _UNBUILT
-        agent = cls(
-            built,
-            name=app.name,
-            preamble=app.preamble,
-            settings=app.settings,
-            clock=clock,
-            registry=registry,
-            base_dir=base_dir,
-        )
-        agent.config = app
-        try:
-            try:
-                agent._set_tools(
-                    await resolve_tools(app, tools=tools, agent=agent, registry=registry)
-                )
-            except ManifestError as exc:
-                problems.extend(exc.problems)
-            else:  # hooks look their tools up: build them only on a whole tool map
-                try:
-                    configured = await agent._configured_hooks(app)
-                    agent._set_hooks([*configured, *hooks])
-                except ManifestError as exc:
-                    problems.extend(exc.problems)
-            if problems:
-                raise ManifestError(locate_problems(problems, app), source=app.source)
         except BaseException:
-            await agent.aclose()
+            await stack.aclose()
             raise
-        return agent
 
-    async def _configured_hooks(self, app: AppConfig) -> list[ConfiguredHook]:
-        problems: list[Problem] = []
-        built: list[ConfiguredHook] = []
-        for index, config in enumerate(app.hooks):
-            kind = self.registry.kind("hook", config.kind)
-            name = config.name or f"{config.kind}@hooks[{index}]"
-            try:
-                if kind is None or kind.factory is None:
-                    raise SeamkitError(f"no hook kind {config.kind!r} is installed")
-                hook = kind.factory(config, self)
-                if inspect.isawaitable(hook):
-                    hook = await hook
-            except SeamkitError as exc:
-                problems.append(Problem(("hooks", index), exc.message, exc.hint))
-                continue
-            except Exception as exc:
-                problems.append(
-                    Problem(
-                        ("hooks", index),
-                        f"hook kind {config.kind!r} could not build this hook: "
-                        f"{type(exc).__name__}: {exc}",
-                    )
-                )
-                continue
-            built.append(ConfiguredHook(config, hook, name))
-        if problems:
-            from ._toolmap import locate_problems
+    @property
+    def tools(self) -> ToolMap:
+        """The tools the next run uses, by final name."""
+        return self._plan.tools
 
-            raise ManifestError(locate_problems(problems, app), source=app.source)
-        return built
-
-    def _set_tools(self, tools: ToolMap) -> None:
-        self.tools = tools
-        self._specs = tuple(t.spec for t in tools.values())
-
-    def _set_hooks(self, hooks: list[object]) -> None:
-        pm = self.registry.plugin_manager if self._plugin_hooks else None
-        self._dispatcher = Dispatcher(pm, hooks)
-        self._hooked_events = frozenset(e for e in HookEvent if self._dispatcher.hooks_at(e))
+    @property
+    def observers(self) -> tuple[Observer, ...]:
+        """The run observers (``on_run_event`` hookimpls) in call order."""
+        return self._dispatcher.observers
 
     def hooks_at(self, event: HookEvent | str) -> tuple[str, ...]:
         """The names of the hooks at ``event``, in call order."""
         return tuple(r.name for r in self._dispatcher.hooks_at(HookEvent(event)))
+
+    def session_store(self) -> SessionStore:
+        """The store runs with ``session=`` use when they name none: the one
+        given to the agent, the manifest's ``sessions.store``, or the default
+        SQLite file."""
+        if self._store is None:
+            self._store = open_store(
+                self._store_spec, registry=self.registry, base_dir=self.base_dir
+            )
+        return self._store
+
+    async def refresh_tools(self) -> tuple[Diagnostic, ...]:
+        """Ask the tool sources for their current tools and swap in the new
+        map (runs call this at their start). A set that does not hold keeps
+        the old map; the diagnostics say why."""
+        if not any(entry.source is not None for entry in self._entries):
+            return ()
+        refreshed = await current_tools(self._entries, self._code)
+        if isinstance(refreshed, list):
+            return tuple(
+                Diagnostic(code="tools_not_refreshed", message=p.format(None)) for p in refreshed
+            )
+        entries, tool_map = refreshed
+        if list(tool_map.items()) != list(self._plan.tools.items()):
+            self._entries = entries
+            self._plan = self._make_plan(tool_map)
+        return ()
 
     async def aclose(self) -> None:
         """Close what the tool kinds opened (idempotent)."""
@@ -192,14 +209,17 @@ class Agent:
 
     # --- running --------------------------------------------------------------
 
-    def _start(
+    async def _start(
         self,
         input: Input,
         context: ActionContext | Mapping[str, Any] | None,
         history: Sequence[Message],
         streaming: bool,
-        emit: Callable[[Event], None] | None,
+        stream: Callable[[Event], None] | None,
+        session: str | None,
     ) -> RunState:
+        notes = await self.refresh_tools()
+        plan = self._plan
         if context is None or isinstance(context, ActionContext):
             action_context = context if context is not None else ActionContext()
         else:
@@ -208,10 +228,14 @@ class Agent:
             agent_name=self.name,
             is_streaming=streaming,
             action_context=action_context,
-            tools=self.tools,
+            tools=plan.tools,
             clock=self.clock,
         )
-        return RunState(self, ctx, [*_answer_dangling(history), *_messages(input)], emit)
+        ctx.diagnostics.extend(notes)
+        messages = [*_answer_dangling(history), *_messages(input)]
+        return RunState(
+            plan, ctx, messages, _emitter(ctx, stream, plan.dispatcher.observers), session
+        )
 
     async def _execute(
         self,
@@ -219,24 +243,28 @@ class Agent:
         context: ActionContext | Mapping[str, Any] | None,
         history: Sequence[Message],
         session: str | None,
-        store: Any,
+        store: SessionStore | str | None,
         streaming: bool,
-        emit: Callable[[Event], None] | None,
+        stream: Callable[[Event], None] | None,
     ) -> RunResult:
         if session is None:
-            return await drive(self._start(input, context, history, streaming, emit))
-        from ._sessions import SessionStore
-
-        store = store if store is not None else SessionStore()
-        async with store.hold(session, wait_seconds=self.settings.session_wait_seconds):
-            stored = store.load(session)
-            run = self._start(input, context, [*stored, *history], streaming, emit)
+            return await drive(await self._start(input, context, history, streaming, stream, None))
+        held = (
+            self.session_store()
+            if store is None
+            else open_store(store, registry=self.registry, base_dir=self.base_dir)
+        )
+        async with held.lock(session, self.settings.session_wait_seconds):
+            stored = await held.load(session) or StoredSession()
+            run = await self._start(
+                input, context, [*stored.transcript, *history], streaming, stream, session
+            )
             try:
                 return await drive(run)
             finally:
                 # Whatever the outcome (cancelled included), the run's whole
                 # transcript replaces the stored one: no message is lost.
-                store.save(session, run.transcript)
+                await asyncio.shield(held.save(session, run.transcript, stored.state))
 
     async def run(
         self,
@@ -245,7 +273,7 @@ class Agent:
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
         session: str | None = None,
-        store: Any = None,
+        store: SessionStore | str | None = None,
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -253,7 +281,8 @@ class Agent:
         before it. ``context`` is the run's `ActionContext` (a mapping is
         wrapped). With ``session``, the stored transcript of that session (in
         ``store``, a `SessionStore`, by default the user's) goes first, and
-        the run's transcript replaces it at the end; runs on one session take
+        the run's transcript replaces it at the end (``store`` is a
+        `SessionStore`, a path or a URL; by default :meth:`session_store`); runs on one session take
         turns, and one that waits longer than ``settings.session_wait_seconds``
         raises `SessionBusy`. A failing model, tool or hook never raises here:
         the outcome says what happened. Cancelling the task ends the run as
@@ -268,7 +297,7 @@ class Agent:
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
         session: str | None = None,
-        store: Any = None,
+        store: SessionStore | str | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
@@ -294,24 +323,6 @@ class Agent:
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
-
-
-class _Unbuilt:
-    """Stands in for a model that could not be built while the rest of a
-    manifest is checked; never run."""
-
-    async def complete(self, request: ModelRequest) -> Any:
-        raise SeamkitError("this agent's model could not be built")
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
-        raise SeamkitError("this agent's model could not be built")
-        yield  # pragma: no cover
-
-
-_UNBUILT: Any = _Unbuilt()
-
-
-UNANSWERED = "Not run: the previous run ended before this call was answered."
 
 
 def _answer_dangling(history: Sequence[Message]) -> list[Message]:
@@ -340,3 +351,26 @@ def _messages(input: Input) -> list[Message]:
     if isinstance(input, Message):
         return [input]
     return list(input)
+
+
+def _emitter(
+    ctx: HookContext, stream: Callable[[Event], None] | None, observers: Sequence[Observer]
+) -> Emit | None:
+    """One callable for the run's events: the stream gets the types it yields,
+    every observer gets every event. ``None`` when nobody listens, so an
+    unobserved, unstreamed run makes no event objects at all."""
+    if not observers:
+        if stream is None:
+            return None
+        return lambda event: stream(event) if type(event) in STREAMED else None  # type: ignore[arg-type]
+
+    def emit(event: ObservedEvent) -> None:
+        if stream is not None and type(event) in STREAMED:
+            stream(event)  # type: ignore[arg-type]
+        for observer in observers:
+            try:
+                observer(ctx, event)
+            except Exception as exc:
+                log.warning("run observer %r failed: %s: %s", observer, type(exc).__name__, exc)
+
+    return emit

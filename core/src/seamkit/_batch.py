@@ -12,18 +12,27 @@ the lowest call index wins.
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic_core import to_json
 
 from . import flow as F
+from ._context import HookContext
+from ._dispatch import Dispatched
 from ._errors import HookError, InvalidToolCall
 from ._events import HookEvent
-from ._results import Failed, Outcome, Terminated, ToolCall, ToolResult
-from ._secret import MASK, Secret
+from ._secret import as_json, secret_texts
+from ._toolmap import ToolMap
+from ._types import Failed, Outcome, Terminated, ToolCall, ToolResult
+from .stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
 
-__all__ = ["Settled", "Stop", "run_batch"]
+__all__ = ["Dispatch", "Settled", "Stop", "run_batch"]
+
+Dispatch = Callable[..., Awaitable[Dispatched]]
+"""``await dispatch(event, *args)``: the run's hooks at one event."""
 
 _PRE = HookEvent.ON_PRE_TOOL_USE
 _POST = HookEvent.ON_POST_TOOL_USE
@@ -60,12 +69,21 @@ _DROPPED = _Dropped()
 class Batch:
     """Runs one turn's calls; built per turn by the drive loop."""
 
-    __slots__ = ("ctx", "dispatch", "stopped", "tools")
+    __slots__ = ("agent", "ctx", "dispatch", "emit", "stopped", "tools")
 
-    def __init__(self, run: Any) -> None:
-        self.ctx = run.ctx
-        self.tools = run.tools
-        self.dispatch = run.dispatch  # skips events without hooks; reports HookFired
+    def __init__(
+        self,
+        ctx: HookContext,
+        tools: ToolMap,
+        dispatch: Dispatch,
+        emit: Callable[[ObservedEvent], None] | None,
+        agent: object,
+    ) -> None:
+        self.ctx = ctx
+        self.tools = tools
+        self.dispatch = dispatch  # skips events without hooks; reports HookFired
+        self.emit = emit
+        self.agent = agent
         self.stopped = False
 
     async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
@@ -79,6 +97,7 @@ class Batch:
         tool = self.tools.get(call.name)
         values: dict[str, Any] | None = None
         error: str | None = None
+        secrets: list[str] = []  # of arguments a hook wrote: model JSON holds no Secret
         if tool is None:
             error = f"unknown tool {call.name!r}"
         elif call.arguments_error is not None:
@@ -94,6 +113,7 @@ class Batch:
                 return outcome
             call = outcome
             tool = self.tools[call.name]
+            secrets = secret_texts(call.arguments)
             try:
                 values = tool.validate(call.arguments)
             except InvalidToolCall as exc:
@@ -112,6 +132,7 @@ class Batch:
             call = call.model_copy(
                 update={"arguments": arguments, "raw_arguments": _json(arguments)}
             )
+            secrets = secret_texts(arguments)
             try:
                 values = tool.validate(arguments)
             except InvalidToolCall as exc:
@@ -120,7 +141,7 @@ class Batch:
                 )
         if self.stopped:
             return _DROPPED
-        result = await tool.invoke(values, self.ctx.action_context, call_id=call.id)
+        result = await self._invoke(tool, values, call, secrets)
         decided = await self.dispatch(_POST, call, result)
         kind = type(decided.flow)
         if kind is F.RewriteResult:
@@ -128,6 +149,32 @@ class Batch:
         elif kind is F.Terminate:
             return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
         return Settled(call, result, call, tool.terminal and not result.is_error)
+
+    async def _invoke(
+        self, tool: Any, values: dict[str, Any], call: ToolCall, secrets: list[str]
+    ) -> ToolResult:
+        emit = self.emit
+        turn = self.ctx.turn
+        if emit is None:
+            result: ToolResult = await tool.invoke(
+                values, self.ctx.action_context, call_id=call.id, secrets=secrets, agent=self.agent
+            )
+            return result
+        emit(ToolExecutionStart(call, turn))
+        started = time.perf_counter()
+        ended: ToolResult | None = None
+        try:
+            ended = await tool.invoke(
+                values,
+                self.ctx.action_context,
+                call_id=call.id,
+                secrets=secrets,
+                agent=self.agent,
+                on_chunk=lambda text: emit(ToolOutputDelta(call.id, text, turn)),
+            )
+            return ended
+        finally:
+            emit(ToolExecutionEnd(call, ended, turn, time.perf_counter() - started))
 
     async def _invalid(self, call: ToolCall, error: str) -> Settled | Stop | ToolCall:
         available = tuple(self.tools)
@@ -168,18 +215,29 @@ def _error(call: ToolCall, text: str) -> ToolResult:
 
 
 def _json(arguments: Any) -> str:
-    """The wire text of arguments a hook wrote (secrets as ``***``)."""
-    return to_json(arguments, fallback=_shown).decode()
+    """The wire text of arguments a hook wrote (secrets as ``***``); ``{}``
+    when they are not JSON (validation then says why)."""
+    try:
+        return to_json(arguments, fallback=as_json).decode()
+    except Exception:
+        return "{}"
 
 
-def _shown(value: Any) -> Any:
-    return MASK if isinstance(value, Secret) else str(value)
-
-
-async def run_batch(run: Any, calls: list[ToolCall], concurrency: int) -> list[Settled] | Stop:
+async def run_batch(
+    calls: list[ToolCall],
+    concurrency: int,
+    *,
+    ctx: HookContext,
+    tools: ToolMap,
+    dispatch: Dispatch,
+    emit: Callable[[ObservedEvent], None] | None = None,
+    agent: object = None,
+) -> list[Settled] | Stop:
     """Settle every call of a turn; the settled outcomes in call order, or the
-    stop that ends the run (the lowest call index when several stopped)."""
-    batch = Batch(run)
+    stop that ends the run (the lowest call index when several stopped).
+    ``emit`` receives the live tool events; ``agent`` is what an
+    ``action_agent`` parameter receives."""
+    batch = Batch(ctx, tools, dispatch, emit, agent)
     if concurrency <= 1 or len(calls) <= 1:
         settled: list[Settled] = []
         for call in calls:

@@ -1,16 +1,25 @@
-"""The ``seamkit`` command: plugins, schema, validate, run, and plugin commands."""
+"""The ``seamkit`` command: plugins, schema, validate, tools, run, and the
+commands plugins add."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
 import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import click
 
+from . import stream as S
+from ._agent import Agent
 from ._errors import ManifestError, SeamkitError
-from ._loader import get_registry
-from ._version import __version__
+from ._loader import get_registry, kernel_version
+from ._manifest import manifest_schema
 
 __all__ = ["cli", "main"]
 
@@ -44,7 +53,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(__version__, "--version", prog_name="seamkit")
+@click.version_option(kernel_version(), "--version", prog_name="seamkit")
 @click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
@@ -52,8 +61,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     if debug:
-        import logging
-
         logging.basicConfig(level=logging.DEBUG)
 
 
@@ -93,8 +100,6 @@ def plugins_command(as_json: bool) -> None:
 @click.option("--indent", default=2, show_default=True, help="JSON indentation.")
 def schema_command(indent: int) -> None:
     """Print the JSON Schema of the app manifest, with every installed kind."""
-    from ._schema import manifest_schema
-
     click.echo(json.dumps(manifest_schema(get_registry()), indent=indent))
 
 
@@ -142,9 +147,6 @@ def tools_command(app: str, as_json: bool) -> None:
 def _load_with_tools(app: str) -> tuple[Any, Any]:
     """The manifest and its resolved tools (the agent is built, so the model
     and the hooks are checked too); every problem printed, exit 1 on any."""
-    import asyncio
-
-    from ._agent import Agent
 
     async def build() -> tuple[Any, Any]:
         async with await Agent.load(app) as agent:
@@ -171,13 +173,10 @@ def _add_plugin_commands(group: click.Group) -> None:
             message = f"register_commands failed: {type(exc).__name__}: {exc}"
             if info is not None:
                 info.error = message
-            import logging
-
             logging.getLogger("seamkit").warning("seamkit plugin %r: %s", name, message)
 
 
 def _setup_logging() -> None:
-    import logging
 
     logger = logging.getLogger("seamkit")
     if not logger.handlers:
@@ -187,9 +186,174 @@ def _setup_logging() -> None:
         logger.propagate = False
 
 
-from ._cli_run import run_command  # noqa: E402  (registers `seamkit run`)
+_EXIT = {"completed": 0, "terminated": 0, "max_turns": 1, "failed": 1, "cancelled": 130}
 
-cli.add_command(run_command)
+
+@cli.command("run")
+@click.argument("app", type=click.Path(dir_okay=False))
+@click.argument("message")
+@click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
+@click.option("--session", metavar="NAME", help="Keep the conversation under NAME between runs.")
+@click.option(
+    "--store",
+    metavar="PATH|URL",
+    help="The session store: a SQLite path, sqlite:///PATH, or a URL a plugin serves "
+    "(postgresql://...); default: the manifest's sessions.store, else sessions.sqlite in "
+    "the user's data directory.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="SPEC",
+    help="Use this model instead of the manifest's, e.g. openai:gpt-4o-mini.",
+)
+@click.option(
+    "--context",
+    "context_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A property of the run's ActionContext (repeatable).",
+)
+def run_command(
+    app: str,
+    message: str,
+    as_json: bool,
+    session: str | None,
+    store: str | None,
+    model_spec: str | None,
+    context_items: tuple[str, ...],
+) -> None:
+    """Run APP on MESSAGE: stream the answer to standard output, and show each
+    hook that fired and each tool call on standard error.
+
+    The exit status is 0 when the run completed or a hook ended it on
+    purpose, 1 when it failed or hit max_turns, 130 when it was cancelled.
+    SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
+    """
+    context = _parse_context(context_items)
+    clock = _clock_from_env()
+    outcome = asyncio.run(_run(app, message, as_json, session, store, model_spec, context, clock))
+    sys.exit(_EXIT.get(outcome, 1))
+
+
+async def _run(
+    app: str,
+    message: str,
+    as_json: bool,
+    session: str | None,
+    store: str | None,
+    model_spec: str | None,
+    context: dict[str, str],
+    clock: Callable[[], datetime] | None,
+) -> str:
+    async with await Agent.load(app, clock=clock, model=model_spec, store=store) as agent:
+        if as_json:
+            result = await agent.run(message, context=context, session=session, store=store)
+            click.echo(result.model_dump_json(indent=2, exclude_none=True))
+            return result.outcome.kind
+        printer = _Printer()
+        async for event in agent.stream(message, context=context, session=session, store=store):
+            printer.show(event)
+        return printer.outcome
+
+
+class _Printer:
+    """Text to standard output as it streams; hooks and tools, compactly, to
+    standard error: a tool's line when it starts, its result with the time it
+    took when the batch commits."""
+
+    def __init__(self) -> None:
+        self.outcome = "failed"
+        self._open_line = False
+        self._turn = 0
+        self._turn_text = ""
+        self._started: dict[str, float] = {}
+
+    def _note(self, text: str) -> None:
+        if self._open_line:
+            click.echo()
+            self._open_line = False
+        click.secho(text, err=True, dim=True)
+
+    def show(self, event: S.Event) -> None:
+        if isinstance(event, S.TextDelta):
+            if event.turn != self._turn:
+                self._turn, self._turn_text = event.turn, ""
+            self._turn_text += event.text
+            click.echo(event.text, nl=False)
+            self._open_line = True
+        elif isinstance(event, S.HookFired):
+            by = f" by {event.hook}" if event.hook else ""
+            self._note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
+        elif isinstance(event, S.ToolExecutionStart):
+            self._started[event.call.id] = time.monotonic()
+            self._note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
+        elif isinstance(event, S.ToolCompleted):
+            mark = "✗" if event.result.is_error else "←"
+            began = self._started.pop(event.call.id, None)
+            took = f" ({time.monotonic() - began:.2f}s)" if began is not None else ""
+            self._note(f"{mark} {event.call.name}{took}: {_short(event.result.content)}")
+        elif isinstance(event, S.RunFinished):
+            result = event.result
+            self.outcome = result.outcome.kind
+            if self._open_line:
+                click.echo()
+                self._open_line = False
+            if result.outcome.kind == "completed" and result.output not in (None, self._turn_text):
+                click.echo(result.output)  # a terminal tool's result: never streamed
+            self._note(_summary(result))
+
+
+def _summary(result: Any) -> str:
+    outcome = result.outcome
+    detail = {
+        "terminated": lambda: (
+            f": {outcome.reason}" + (f" (hook {outcome.hook})" if outcome.hook else "")
+        ),
+        "failed": lambda: f": {outcome.error}",
+    }.get(outcome.kind, lambda: "")()
+    usage = result.usage
+    return (
+        f"[{outcome.kind}{detail} · {usage.requests} model call"
+        f"{'' if usage.requests == 1 else 's'} · {usage.input_tokens} in / "
+        f"{usage.output_tokens} out tokens]"
+    )
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _parse_context(items: tuple[str, ...]) -> dict[str, str]:
+    context: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SeamkitError(
+                f"--context {item!r} is not KEY=VALUE", hint="e.g. --context user_id=ann"
+            )
+        context[key] = value
+    return context
+
+
+def _clock_from_env() -> Callable[[], datetime] | None:
+    raw = os.environ.get("SEAMKIT_NOW")
+    if not raw:
+        return None
+    try:
+        now = datetime.fromisoformat(raw)
+    except ValueError:
+        raise SeamkitError(
+            f"SEAMKIT_NOW={raw!r} is not an ISO 8601 instant",
+            hint="e.g. SEAMKIT_NOW=2026-11-22T09:00:00+01:00",
+        ) from None
+    if now.tzinfo is None:
+        raise SeamkitError(
+            f"SEAMKIT_NOW={raw!r} has no UTC offset",
+            hint="add one, e.g. 2026-11-22T09:00:00Z or +01:00",
+        )
+    return lambda: now
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,4 +1,5 @@
-"""The bases of every configurable kind: hooks, tools and refresh conditions.
+"""The bases of every configurable kind: hooks, tools, refresh conditions and
+model providers.
 
 A plugin's config model derives from one of these and declares ``kind`` as a
 ``Literal``; the manifest's lists are discriminated unions on ``kind``, rebuilt
@@ -10,7 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from ._events import EVENTS, HookEvent
@@ -19,6 +27,8 @@ __all__ = [
     "AnyRefreshCondition",
     "HookConfig",
     "KindConfig",
+    "ModelConfig",
+    "ModelSpec",
     "OnError",
     "RefreshCondition",
     "ToolConfig",
@@ -49,14 +59,14 @@ class RefreshCondition(KindConfig):
         raise NotImplementedError(f"{type(self).__name__} does not implement expiry()")
 
 
-class _RefreshSlot:
+class RefreshSlot:
     """Marks where the loader puts the union of the installed refresh conditions."""
 
     def __repr__(self) -> str:
         return "AnyRefreshCondition"
 
 
-AnyRefreshCondition = Annotated[RefreshCondition, _RefreshSlot()]
+AnyRefreshCondition = Annotated[RefreshCondition, RefreshSlot()]
 """Annotation for a field that takes any installed refresh condition."""
 
 
@@ -132,3 +142,36 @@ class ToolConfig(KindConfig):
         default=None,
         description="Names the model sees become sanitize_toolname(f'{toolset}_{tool}').",
     )
+
+
+class ModelConfig(BaseModel):
+    """Base of model-provider config models: ``provider`` and ``name``.
+
+    A provider that takes options registers a subclass with more fields;
+    ``model: "<provider>:<name>"`` in a manifest is the same as the mapping
+    ``{provider: ..., name: ...}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str = Field(description="The model provider, e.g. 'openai' or 'scripted'.")
+    name: str = Field(description="The model's name at that provider.")
+
+    @property
+    def spec(self) -> str:
+        """``"<provider>:<name>"``."""
+        return f"{self.provider}:{self.name}"
+
+
+def split_model_spec(value: object) -> object:
+    """``"<provider>:<name>"`` as the mapping ``{provider, name}``; anything
+    else as it is (so validation reports it)."""
+    if isinstance(value, str):
+        provider, sep, name = value.partition(":")
+        if sep and provider and name:
+            return {"provider": provider, "name": name}
+    return value
+
+
+ModelSpec = Annotated[ModelConfig, BeforeValidator(split_model_spec)]
+"""A model given as ``"<provider>:<name>"`` or as a `ModelConfig` mapping."""

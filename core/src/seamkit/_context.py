@@ -13,8 +13,6 @@ from ._secret import Secret
 
 __all__ = ["ActionContext", "HookContext", "Scratchpad", "system_clock"]
 
-_MISSING: Any = object()
-
 
 def system_clock() -> datetime:
     """The current time as an aware UTC datetime."""

@@ -10,41 +10,44 @@ are all decided then, so a dispatch is a tight loop.
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import inspect
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, cast
+
+import pluggy
 
 from . import flow as F
-from ._config import OnError
+from ._config import HookConfig, OnError
+from ._context import HookContext
 from ._errors import HookError, PluginError
-from ._events import EVENTS, Composition, HookEvent
-from ._hookref import HookRef, compile_match
-from ._markers import PROJECT, hookimpl
+from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
 from ._patch import LAST_WRITER_WINS, RequestPatch
-from ._results import Diagnostic
+from ._secret import redact, secret_texts
+from ._types import Diagnostic
+from .flow import Dispatched
+from .stream import ObservedEvent
 
-if TYPE_CHECKING:
-    import pluggy
-
-    from ._config import HookConfig
-    from ._context import HookContext
-
-__all__ = ["ConfiguredHook", "Dispatched", "Dispatcher", "HookStack", "impls_of"]
+__all__ = [
+    "NOTHING",
+    "ConfiguredHook",
+    "Dispatched",
+    "Dispatcher",
+    "HookRef",
+    "HookStack",
+    "Observer",
+    "impls_of",
+]
 
 log = logging.getLogger("seamkit")
 
 CONTINUE = F.Continue()
-_IMPL_ATTR = f"{PROJECT}_impl"
 
-
-class Dispatched(NamedTuple):
-    """What one event's hooks decided: the net ``flow`` and the ``hook`` that
-    ended the dispatch (``None`` when no single hook did)."""
-
-    flow: Any
-    hook: str | None = None
+Observer = Callable[[HookContext, ObservedEvent], None]
+"""A run observer: an ``on_run_event(ctx, event)`` hookimpl."""
 
 
 NOTHING = Dispatched(CONTINUE)
@@ -58,6 +61,31 @@ class ConfiguredHook:
     config: HookConfig
     hook: object
     name: str
+
+
+def compile_match(patterns: Sequence[str] | None) -> Callable[[str], object] | None:
+    """A matcher for glob patterns on a tool's final name (``None``: match all)."""
+    if patterns is None:
+        return None
+    regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in patterns) or r"(?!)")
+    return regex.match
+
+
+@dataclass(frozen=True, slots=True)
+class HookRef:
+    """A hook as diagnostics name it, with its time-out, error policy and matcher.
+
+    ``origin`` is ``plugin`` (plugin-wide hookimpl), ``configured`` (a manifest
+    entry) or ``code`` (an object passed in code).
+    """
+
+    name: str
+    origin: str = "code"
+    timeout_seconds: float | None = None
+    on_error: OnError = "fail"
+    match: tuple[str, ...] | None = None
+    secrets: tuple[str, ...] = ()
+    """Secret texts of the hook's own config, masked in its error messages."""
 
 
 class _Impl:
@@ -97,12 +125,21 @@ def _argnames(fn: Callable[..., Any]) -> list[str]:
 
 def impls_of(obj: object) -> dict[HookEvent, Callable[..., Any]]:
     """The seam hookimpls of a hook object, by event (methods marked ``@hookimpl``)."""
-    found: dict[HookEvent, Callable[..., Any]] = {}
-    for event in HookEvent:
-        method = getattr(obj, event.value, None)
-        if method is not None and getattr(method, _IMPL_ATTR, None) is not None:
-            found[event] = method
-    return found
+    marked = hookimpls_of(obj)
+    return {event: marked[event.value][0] for event in HookEvent if event.value in marked}
+
+
+def _observer_of(obj: object) -> Observer | None:
+    marked = hookimpls_of(obj).get(OBSERVER)
+    if marked is None:
+        return None
+    if inspect.iscoroutinefunction(marked[0]):
+        raise PluginError(
+            f"{type(obj).__name__}.on_run_event must be a plain function, not async def",
+            hint="observers run inline; hand slow work to a queue or a task",
+        )
+    observer: Observer = marked[0]
+    return observer
 
 
 def _policy_for(event: HookEvent, on_error: OnError) -> OnError:
@@ -122,19 +159,31 @@ class Dispatcher:
         hooks: Sequence[object] = (),
     ) -> None:
         lists: dict[HookEvent, list[_Impl]] = {e: [] for e in HookEvent}
+        observers: list[Observer] = []
         if plugin_manager is not None:
+            observers.extend(
+                cast(Observer, impl.function) for impl in reversed(_impls(plugin_manager, OBSERVER))
+            )
             for event in HookEvent:
-                caller = getattr(plugin_manager.hook, event.value, None)
-                if caller is None:
-                    continue
-                for impl in reversed(caller.get_hookimpls()):
+                for impl in reversed(_impls(plugin_manager, event.value)):
                     name = plugin_manager.get_name(impl.plugin) or repr(impl.plugin)
                     ref = HookRef(name, "plugin", on_error=_policy_for(event, "fail"))
                     lists[event].append(_Impl(impl.function, ref, event))
         for hook in hooks:
             for event, items in _prepare(hook):
                 lists[event].extend(items)
+            observer = None if isinstance(hook, ConfiguredHook | HookStack) else _observer_of(hook)
+            if observer is not None:
+                observers.append(observer)
+            if isinstance(hook, HookStack):
+                observers.extend(hook.observers)
         self._lists: dict[HookEvent, tuple[_Impl, ...]] = {e: tuple(v) for e, v in lists.items()}
+        self.observers: tuple[Observer, ...] = tuple(observers)
+        """The run observers, plugin-wide ones first, in call order."""
+
+    def impls_at(self, event: HookEvent) -> tuple[_Impl, ...]:
+        """The prepared hookimpls at ``event`` (what a `HookStack` inlines)."""
+        return self._lists[event]
 
     def hooks_at(self, event: HookEvent) -> tuple[HookRef, ...]:
         """The hooks dispatched at ``event``, in call order."""
@@ -145,17 +194,23 @@ class Dispatcher:
     async def _call(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
         picked = args if impl.picks is None else tuple(args[i] for i in impl.picks)
         timeout = impl.ref.timeout_seconds
+        scope: asyncio.Timeout | None = None
         try:
-            if impl.is_async:
-                coro = impl.fn(*picked)
-                result = await (coro if timeout is None else asyncio.wait_for(coro, timeout))
-            elif timeout is not None:
-                result = await asyncio.wait_for(asyncio.to_thread(impl.fn, *picked), timeout)
-            else:
+            if timeout is None:
                 result = impl.fn(*picked)
-        except TimeoutError:
-            return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
+                if impl.is_async:
+                    result = await result
+            else:
+                # A time-out is only a time-out when this limit expired: a hook's
+                # own TimeoutError is a failure like any other exception.
+                async with asyncio.timeout(timeout) as scope:
+                    if impl.is_async:
+                        result = await impl.fn(*picked)
+                    else:
+                        result = await asyncio.to_thread(impl.fn, *picked)
         except Exception as exc:
+            if scope is not None and scope.expired():
+                return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
         return result
 
@@ -163,6 +218,7 @@ class Dispatcher:
         self, impl: _Impl, event: HookEvent, ctx: Any, what: str, exc: BaseException | None
     ) -> Any:
         name = impl.ref.name
+        what = redact(what, [*impl.ref.secrets, *_context_secrets(ctx)])
         if impl.ref.on_error == "fail":
             raise HookError(
                 f"hook {name!r} failed at {event.value}: {what}",
@@ -292,6 +348,7 @@ class Dispatcher:
         return Dispatched(F.PatchRequest(merged))
 
     def _call_simple(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
+        """Call a plain hookimpl without a time-out inline (the hot path)."""
         try:
             if impl.picks is None:
                 return impl.fn(*args)
@@ -348,6 +405,16 @@ def _note_writers(
         narrowers.append(hook)
 
 
+def _impls(pm: pluggy.PluginManager, spec: str) -> list[pluggy.HookImpl]:
+    caller = getattr(pm.hook, spec, None)
+    return [] if caller is None else list(caller.get_hookimpls())
+
+
+def _context_secrets(ctx: Any) -> list[str]:
+    action_context = getattr(ctx, "action_context", None)
+    return secret_texts(action_context) if action_context is not None else []
+
+
 def _diagnose(ctx: Any, code: str, message: str, event: HookEvent, hooks: tuple[str, ...]) -> None:
     sink = getattr(ctx, "diagnostics", None)
     if sink is not None:
@@ -370,10 +437,10 @@ def _prepare(hook: object) -> Iterable[tuple[HookEvent, list[_Impl]]]:
         return
     if isinstance(hook, HookStack):
         for event in HookEvent:
-            yield event, list(hook._dispatcher._lists[event])
+            yield event, list(hook.impls_at(event))
         return
     found = impls_of(hook)
-    if not found:
+    if not found and _observer_of(hook) is None:
         raise PluginError(
             f"{type(hook).__name__} has no method marked @seamkit.hookimpl for any event",
             hint="mark methods named after events, e.g. on_pre_llm, with @seamkit.hookimpl",
@@ -397,13 +464,13 @@ def _prepare_configured(entry: ConfiguredHook) -> Iterable[tuple[HookEvent, list
     config = entry.config
     event = HookEvent(config.event)
     if isinstance(entry.hook, HookStack):
-        yield event, list(entry.hook._dispatcher._lists[event])
+        yield event, list(entry.hook.impls_at(event))
         return
-    method = getattr(entry.hook, event.value, None)
-    if method is None or not callable(method):
+    method = impls_of(entry.hook).get(event)
+    if method is None:
         raise PluginError(
             f"hook {entry.name!r} ({config.kind}) is configured on {event.value}, but "
-            f"{type(entry.hook).__name__} has no {event.value} method",
+            f"{type(entry.hook).__name__} has no {event.value} method marked @seamkit.hookimpl",
             hint="the kind's factory must return an object with a hookimpl for the event",
         )
     ref = HookRef(
@@ -412,6 +479,7 @@ def _prepare_configured(entry: ConfiguredHook) -> Iterable[tuple[HookEvent, list
         timeout_seconds=config.timeout_seconds,
         on_error=config.error_policy,
         match=tuple(config.match) if config.match is not None else None,
+        secrets=tuple(secret_texts(config)),
     )
     yield event, [_Impl(method, ref, event)]
 
@@ -428,6 +496,15 @@ class HookStack:
     def __init__(self, hooks: Sequence[object] = (), *, name: str | None = None) -> None:
         self.name = name or "HookStack"
         self._dispatcher = Dispatcher(hooks=hooks)
+
+    def impls_at(self, event: HookEvent) -> tuple[_Impl, ...]:
+        """The members' prepared hookimpls at ``event``, flattened."""
+        return self._dispatcher.impls_at(event)
+
+    @property
+    def observers(self) -> tuple[Observer, ...]:
+        """The members' run observers."""
+        return self._dispatcher.observers
 
     async def dispatch(self, event: HookEvent, ctx: HookContext, *args: Any) -> Dispatched:
         """Run the stack's hooks at ``event``; the net flow and the deciding hook."""

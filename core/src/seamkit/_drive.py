@@ -1,83 +1,114 @@
 """The drive loop: one run, from the input to `on_completion`.
 
-`Agent.run` and `Agent.stream` both call :func:`drive`; the only differences
-are ``ctx.is_streaming``, whether the model is asked with ``stream`` (so text
-deltas exist) and whether events are emitted. Hooks fire in the same order
-with the same arguments either way.
+`Agent.run` and `Agent.stream` both call :func:`drive` with a `RunState` made
+from the agent's frozen `RunPlan`; the only differences are
+``ctx.is_streaming``, whether the model is asked with ``stream`` (so text
+deltas exist) and whether events reach a stream. Hooks fire in the same order
+with the same arguments either way; observers see the same events either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from . import flow as F
 from ._batch import Settled, Stop, run_batch
 from ._context import HookContext
-from ._dispatch import Dispatched
-from ._errors import HookError, SeamkitError
+from ._dispatch import NOTHING, Dispatched, Dispatcher
+from ._errors import HookError, ModelError, SeamkitError
 from ._events import HookEvent
-from ._messages import Message
-from ._results import (
+from ._manifest import Settings
+from ._secret import redact, secret_texts
+from ._toolmap import ToolMap
+from ._types import (
     Cancelled,
     Completed,
     Diagnostic,
     Failed,
     MaxTurns,
+    Message,
+    Model,
     ModelRequest,
     ModelTurn,
     Outcome,
     RunResult,
     Terminated,
     ToolCall,
+    ToolSpec,
     Usage,
 )
 from .stream import (
-    Event,
     HookFired,
+    ModelCallEnded,
+    ModelCallStarted,
+    ObservedEvent,
     RunFinished,
+    RunStarted,
     TextDelta,
     ToolCallEmitted,
     ToolCompleted,
-    ToolExecutionStart,
     TurnFinished,
 )
 
-__all__ = ["RunState", "drive"]
+__all__ = ["Emit", "RunPlan", "RunState", "drive"]
 
 log = logging.getLogger("seamkit.run")
 
-Emit = Callable[[Event], None]
+Emit = Callable[[ObservedEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What an agent hands the drive loop: everything a run reads and nothing
+    it changes. An agent replaces its plan atomically (new tools between
+    runs); a run keeps the plan it started with."""
+
+    name: str
+    model: Model
+    preamble: str | None
+    tools: ToolMap
+    specs: tuple[ToolSpec, ...]
+    dispatcher: Dispatcher
+    hooked: frozenset[HookEvent]
+    settings: Settings
+    clock: Callable[[], datetime]
+    agent: object
+    """What a tool's ``action_agent`` parameter receives."""
 
 
 class RunState:
     """Everything one run changes: the transcript, usage, counters, outcome."""
 
     __slots__ = (
-        "agent",
         "ctx",
-        "dispatcher",
         "emit",
-        "has_hooks",
         "invalid",
         "outcome",
         "output",
-        "specs",
-        "tools",
+        "plan",
+        "session",
         "transcript",
         "usage",
     )
 
-    def __init__(self, agent: Any, ctx: HookContext, messages: list[Message], emit: Emit | None):
-        self.agent = agent
+    def __init__(
+        self,
+        plan: RunPlan,
+        ctx: HookContext,
+        messages: list[Message],
+        emit: Emit | None,
+        session: str | None = None,
+    ) -> None:
+        self.plan = plan
         self.ctx = ctx
-        self.dispatcher = agent._dispatcher
-        self.has_hooks: frozenset[HookEvent] = agent._hooked_events
-        self.tools = agent.tools
-        self.specs = agent._specs  # taken with the tools: one map for the whole run
         self.emit = emit
+        self.session = session
         self.transcript = messages
         self.usage = Usage()
         self.invalid = 0
@@ -88,9 +119,9 @@ class RunState:
         """The request every model call of this turn starts from."""
         return ModelRequest.model_construct(
             messages=tuple(self.transcript),
-            preamble=self.agent.preamble,
+            preamble=self.plan.preamble,
             extra_context=(),
-            tools=self.specs,
+            tools=self.plan.specs,
             tool_choice=None,
             temperature=None,
             max_tokens=None,
@@ -98,23 +129,29 @@ class RunState:
         )
 
     async def dispatch(self, event: HookEvent, *args: Any) -> Dispatched:
-        if event not in self.has_hooks:
-            return _NOTHING
-        decided: Dispatched = await self.dispatcher.dispatch(event, self.ctx, *args)
-        if self.emit is not None:  # streaming: surface that the event's hooks ran
-            self.emit(
-                HookFired(
-                    event.value,
-                    tuple(r.name for r in self.dispatcher.hooks_at(event)),
-                    type(decided.flow).__name__,
-                    decided.hook,
-                    self.ctx.turn,
-                )
+        """Run ``event``'s hooks (nothing when it has none); report `HookFired`."""
+        if event not in self.plan.hooked:
+            return NOTHING
+        dispatcher = self.plan.dispatcher
+        if self.emit is None:
+            return await dispatcher.dispatch(event, self.ctx, *args)
+        started = time.perf_counter()
+        decided = await dispatcher.dispatch(event, self.ctx, *args)
+        self.emit(
+            HookFired(
+                event.value,
+                tuple(r.name for r in dispatcher.hooks_at(event)),
+                type(decided.flow).__name__,
+                decided.hook,
+                self.ctx.turn,
+                time.perf_counter() - started,
             )
+        )
         return decided
 
-
-_NOTHING = Dispatched(F.Continue())
+    def secrets(self) -> list[str]:
+        """The plain texts of the run's context secrets, for :func:`redact`."""
+        return secret_texts(self.ctx.action_context)
 
 
 async def drive(run: RunState) -> RunResult:
@@ -123,9 +160,11 @@ async def drive(run: RunState) -> RunResult:
     Cancellation (of the task, or by ``run_timeout_seconds``) ends the run as
     ``cancelled``; a task cancellation is re-raised after ``on_completion``.
     """
-    settings = run.agent.settings
+    settings = run.plan.settings
     cancelled: asyncio.CancelledError | None = None
     scope: asyncio.Timeout | None = None
+    if run.emit is not None:
+        run.emit(RunStarted(run.ctx.run_id, run.plan.name, run.session, run.ctx.is_streaming))
     try:
         async with asyncio.timeout(settings.run_timeout_seconds) as scope:
             await _turns(run)
@@ -133,17 +172,18 @@ async def drive(run: RunState) -> RunResult:
         run.outcome = Cancelled()
         cancelled = exc
     except HookError as exc:
-        run.outcome = Failed(error=exc.message)
+        run.outcome = Failed(error=redact(exc.message, run.secrets()))
     except SeamkitError as exc:
-        run.outcome = Failed(error=str(exc))
+        run.outcome = Failed(error=redact(str(exc), run.secrets()))
     except Exception as exc:  # a model or plugin bug: the run fails, the caller gets a result
         if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
             run.outcome = Cancelled()
             limit = settings.run_timeout_seconds
             _note(run, "run_timeout", f"the run hit run_timeout_seconds={limit}")
         else:
-            log.warning("run %s failed: %s: %s", run.ctx.run_id, type(exc).__name__, exc)
-            run.outcome = Failed(error=f"{type(exc).__name__}: {exc}")
+            text = redact(f"{type(exc).__name__}: {exc}", run.secrets())
+            log.warning("run %s failed: %s", run.ctx.run_id, text)
+            run.outcome = Failed(error=text)
     result = RunResult.model_construct(
         output=run.output if isinstance(run.outcome, Completed | MaxTurns) else None,
         transcript=tuple(run.transcript),
@@ -172,14 +212,10 @@ def _note(run: RunState, code: str, message: str) -> None:
 
 
 async def _turns(run: RunState) -> None:
-    agent = run.agent
+    plan = run.plan
     ctx = run.ctx
-    settings = agent.settings
-    decided = (
-        await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
-        if HookEvent.ON_REQUEST_START in run.has_hooks
-        else _NOTHING
-    )
+    settings = plan.settings
+    decided = await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
     if type(decided.flow) is F.Terminate:
         run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
         return
@@ -199,7 +235,7 @@ async def _turns(run: RunState) -> None:
             return
         if kind is F.PatchRequest:
             request = decided.flow.patch.apply(request)
-            _check_request(request, run.tools)
+            _check_request(request, plan.tools)
         turn = await _ask(run, request)
         run.usage = run.usage + turn.usage
         message = turn.message
@@ -216,7 +252,15 @@ async def _turns(run: RunState) -> None:
             return
         if not calls:
             return
-        settled = await run_batch(run, calls, settings.tool_concurrency)
+        settled = await run_batch(
+            calls,
+            settings.tool_concurrency,
+            ctx=ctx,
+            tools=plan.tools,
+            dispatch=run.dispatch,
+            emit=run.emit,
+            agent=plan.agent,
+        )
         if isinstance(settled, Stop):
             run.outcome = settled.outcome
             return
@@ -232,7 +276,7 @@ async def _turns(run: RunState) -> None:
         if finals:
             run.output = finals[0].result.content
             return
-        if HookEvent.ON_ITERATION_END not in run.has_hooks:
+        if HookEvent.ON_ITERATION_END not in plan.hooked:
             continue
         decided = await run.dispatch(HookEvent.ON_ITERATION_END, tuple(run.transcript))
         if type(decided.flow) is F.Terminate:
@@ -246,29 +290,41 @@ def _commit(run: RunState, settled: list[Settled]) -> None:
     for s in settled:
         run.transcript.append(Message.tool(s.call.id, s.result.content))
         if run.emit is not None:
-            if s.executed is not None:
-                run.emit(ToolExecutionStart(s.executed, turn))
             run.emit(ToolCompleted(s.call, s.result, turn))
 
 
 async def _ask(run: RunState, request: ModelRequest) -> ModelTurn:
-    model = run.agent.model
-    if run.emit is None:
+    model = run.plan.model
+    emit = run.emit
+    if emit is None:
         turn: ModelTurn = await model.complete(request)
         return turn
+    emit(ModelCallStarted(request, run.ctx.turn))
+    started = time.perf_counter()
     final: ModelTurn | None = None
-    async for item in model.stream(request):
-        if isinstance(item, str):
-            if item:
-                run.emit(TextDelta(item, run.ctx.turn))
+    error: str | None = "cancelled"
+    try:
+        if not run.ctx.is_streaming:  # observed, not streamed: the same call as unobserved
+            final = await model.complete(request)
         else:
-            final = item
-    if final is None:
-        raise SeamkitError("the model's stream ended without a turn")
-    return final
+            async for item in model.stream(request):
+                if isinstance(item, str):
+                    if item:
+                        emit(TextDelta(item, run.ctx.turn))
+                else:
+                    final = item
+            if final is None:
+                raise ModelError("the model's stream ended without a turn")
+        error = None
+        return final
+    except Exception as exc:
+        error = redact(f"{type(exc).__name__}: {exc}", run.secrets())
+        raise
+    finally:
+        emit(ModelCallEnded(run.ctx.turn, final, error, time.perf_counter() - started))
 
 
-def _check_request(request: ModelRequest, all_tools: Any) -> None:
+def _check_request(request: ModelRequest, all_tools: ToolMap) -> None:
     """Catch a request the model would reject, before calling it; say so when
     ``active_tools`` is what removed the tool."""
     choice = request.tool_choice

@@ -3,6 +3,19 @@
 Every exception derives from :class:`SeamkitError`, which carries a one-line
 ``message`` and an optional ``hint`` (what would be right). The CLI prints
 exactly those two lines for any of them, never a traceback unless ``--debug``.
+
+::
+
+    SeamkitError                 catch-all for anything seamkit raises on purpose
+    ├── ManifestError            a manifest cannot be read or does not validate
+    ├── PluginError              a plugin registered something malformed
+    ├── HookError                a hook failed closed (on_error: fail, a wrong flow)
+    ├── ToolDefinitionError      a function or schema cannot be made a tool
+    ├── InvalidToolCall          the model's arguments do not fit a tool's schema
+    ├── ModelError               a model cannot be built or failed to answer
+    │   └── ScriptError          the scripted model ran out or was asked the wrong thing
+    └── SessionError             a session store cannot be opened, read or written
+        └── SessionBusy          another run held the session past the wait
 """
 
 from __future__ import annotations
@@ -14,9 +27,14 @@ __all__ = [
     "HookError",
     "InvalidToolCall",
     "ManifestError",
+    "ModelError",
     "PluginError",
     "Problem",
+    "ScriptError",
     "SeamkitError",
+    "SessionBusy",
+    "SessionError",
+    "ToolDefinitionError",
 ]
 
 
@@ -147,3 +165,53 @@ class InvalidToolCall(SeamkitError):
         super().__init__(message)
         self.tool = tool
         self.errors = tuple(errors)
+
+
+class ToolDefinitionError(SeamkitError):
+    """Raised when a function, or a name and schema, cannot become a tool:
+    an empty name, ``*args``, type hints that do not resolve or cannot be
+    described as JSON Schema, an invalid time-out. Catch it where tools are
+    made (``@seamkit.tool``, ``Tool.from_schema``); manifests report it as a
+    `Problem` of the entry."""
+
+
+class ModelError(SeamkitError):
+    """Raised when a model cannot be built (an unknown provider, a bad spec) or
+    fails to answer (a provider error, a stream cut short). ``provider`` names
+    the provider when known. During a run it ends the run as ``failed``; it
+    reaches your code from ``Agent(...)`` and from a provider used directly."""
+
+    def __init__(self, message: str, *, provider: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.provider = provider
+
+
+class ScriptError(ModelError):
+    """Raised by the ``scripted`` model when its script cannot be read, runs
+    out, or a request does not fit the turn it expected."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, provider="scripted", hint=hint)
+
+
+class SessionError(SeamkitError):
+    """Raised when a session store cannot be opened, read or written, or its
+    URL names no installed store. Carries the store's ``location`` (path or
+    URL, without credentials)."""
+
+    def __init__(self, message: str, *, location: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.location = location
+
+
+class SessionBusy(SessionError):
+    """Raised before a run starts when another run holds the session for
+    longer than ``settings.session_wait_seconds``. Carries the session
+    ``name``; nothing was run and nothing was lost: retry later."""
+
+    def __init__(self, name: str, waited: float) -> None:
+        super().__init__(
+            f"session {name!r} busy: another run still holds it after {waited:g}s",
+            hint="wait for the other run to finish, or use another --session",
+        )
+        self.name = name

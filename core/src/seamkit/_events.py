@@ -1,13 +1,59 @@
-"""The eight seams: their names, arguments, accepted flows and composition mode."""
+"""The eight seams: their names, arguments, accepted flows and composition
+mode; and the pluggy markers of the ``seamkit`` project."""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import pluggy
+from pluggy import HookimplOpts
 
 from . import flow as F
 
-__all__ = ["EVENTS", "TOOL_EVENTS", "Composition", "EventSpec", "HookEvent"]
+__all__ = [
+    "EVENTS",
+    "OBSERVER",
+    "PROJECT",
+    "Composition",
+    "EventSpec",
+    "HookEvent",
+    "hookimpl",
+    "hookimpls_of",
+    "hookspec",
+]
+
+PROJECT = "seamkit"
+"""The pluggy project name, which is also the entry-point group plugins use."""
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marks a function or method as a seamkit hookimpl (``@seamkit.hookimpl``)."""
+
+OBSERVER = "on_run_event"
+"""The hookspec of run observers (not a seam: it cannot change the run)."""
+
+_PARSER = pluggy.PluginManager(PROJECT)
+"""Only reads markers, with pluggy's own rules: nothing is registered in it."""
+
+
+def hookimpls_of(obj: object) -> dict[str, tuple[Callable[..., Any], HookimplOpts]]:
+    """Every attribute of ``obj`` marked ``@seamkit.hookimpl``, by the hookspec
+    it implements (``specname`` honoured), with its pluggy options.
+
+    The one way seamkit finds hookimpls: plugin modules, hook objects passed
+    in code and hook objects built from manifest entries alike.
+    """
+    found: dict[str, tuple[Callable[..., Any], HookimplOpts]] = {}
+    for attr in dir(obj):
+        if attr.startswith("__"):
+            continue
+        opts = _PARSER.parse_hookimpl_opts(obj, attr)
+        if opts is not None:
+            found[opts.get("specname") or attr] = (getattr(obj, attr), opts)
+    return found
 
 
 class HookEvent(enum.StrEnum):
@@ -103,5 +149,3 @@ EVENTS: dict[HookEvent, EventSpec] = {
         ),
     )
 }
-
-TOOL_EVENTS = frozenset(e for e, s in EVENTS.items() if s.tool_event)

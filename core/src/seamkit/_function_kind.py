@@ -1,14 +1,36 @@
-"""The kernel's built-in tool kind ``function``: tools from Python functions."""
+"""The kernel's built-ins, registered through the same hookspecs as plugins:
+the ``function`` tool kind (tools from Python functions) and the ``scripted``
+model provider.
+
+``{kind: function, ref: "package.module:function"}`` gives that one function
+(a plain function becomes a tool with its defaults); ``ref: "package.module"``
+gives every ``@seamkit.tool`` of the module, in the order the module defines
+them. A module that is not importable otherwise is looked up next to the
+manifest. Errors name the ref and say what is wrong.
+"""
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
-from ._config import ToolConfig
+from ._config import ModelConfig, ToolConfig
+from ._errors import SeamkitError
+from ._events import hookimpl
+from ._registry import BuildContext
+from ._scripted import ScriptedModel
+from ._tool import Tool
+from ._types import Model
 
 __all__ = ["FunctionToolConfig", "resolve_function_tools"]
+
+__seamkit_api__ = 1
 
 
 class FunctionToolConfig(ToolConfig):
@@ -26,16 +48,13 @@ class FunctionToolConfig(ToolConfig):
     )
 
 
-async def resolve_function_tools(config: FunctionToolConfig, agent: Any) -> list[Any]:
+async def resolve_function_tools(config: FunctionToolConfig, build: BuildContext) -> list[Tool]:
     """Import the referenced function(s) and turn them into tools.
 
     Modules that are not importable otherwise are looked up next to the
-    manifest (``agent.base_dir``). ``timeout_seconds`` overrides the tools' own.
+    manifest (``build.base_dir``). ``timeout_seconds`` overrides the tools' own.
     """
-    from ._tool import Tool
-    from ._tool_resolve import resolve_ref
-
-    base_dir = getattr(agent, "base_dir", None)
+    base_dir = build.base_dir
     tools = [
         Tool.from_function(obj)
         for obj in resolve_ref(config, None if base_dir is None else str(base_dir))
@@ -43,3 +62,79 @@ async def resolve_function_tools(config: FunctionToolConfig, agent: Any) -> list
     if config.timeout_seconds is not None:
         tools = [t.replace(timeout_seconds=config.timeout_seconds) for t in tools]
     return tools
+
+
+def resolve_ref(config: FunctionToolConfig, base_dir: str | None = None) -> list[Any]:
+    """The callables ``config.ref`` names. Raises `SeamkitError` naming the ref."""
+    module_name, _, attr = config.ref.partition(":")
+    module = _import(module_name, config.ref, base_dir)
+    if attr:
+        target: Any = module
+        for part in attr.split("."):
+            target = getattr(target, part, None)
+            if target is None:
+                raise SeamkitError(
+                    f"function tool {config.ref!r}: module {module_name!r} has no {attr!r}",
+                    hint=f"check the name after ':' in ref (functions in the module: "
+                    f"{', '.join(_functions(module)) or 'none'})",
+                )
+        if not callable(target):
+            raise SeamkitError(f"function tool {config.ref!r}: {attr!r} is not callable")
+        return [target]
+    marked = [obj for obj in vars(module).values() if isinstance(obj, Tool)]
+    if not marked:
+        raise SeamkitError(
+            f"function tool {config.ref!r}: module {module_name!r} has no @seamkit.tool function",
+            hint="mark functions with @seamkit.tool, or name one with 'module:function'",
+        )
+    return marked
+
+
+def _import(name: str, ref: str, base_dir: str | None) -> Any:
+    added = False
+    if base_dir is not None and base_dir not in sys.path:
+        sys.path.insert(0, base_dir)
+        added = True
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):
+            where = f" (also looked in {Path(base_dir)})" if base_dir else ""
+            raise SeamkitError(
+                f"function tool {ref!r}: no module named {name!r}{where}",
+                hint="install the package that provides it, or fix the module path in ref",
+            ) from None
+        raise SeamkitError(f"function tool {ref!r}: importing {name!r} failed: {exc}") from exc
+    except Exception as exc:
+        raise SeamkitError(
+            f"function tool {ref!r}: importing {name!r} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    finally:
+        if added:
+            sys.path.remove(base_dir)  # type: ignore[arg-type]
+
+
+def _functions(module: Any) -> list[str]:
+    names = [
+        name
+        for name, obj in vars(module).items()
+        if isinstance(obj, Tool) or (inspect.isfunction(obj) and obj.__module__ == module.__name__)
+    ]
+    return sorted(names)
+
+
+@hookimpl
+def register_tool_kinds(register: Callable[..., None]) -> None:
+    """The ``function`` tool kind."""
+    register(FunctionToolConfig, resolve_function_tools)
+
+
+def _scripted(config: ModelConfig, build: BuildContext) -> Model:
+    base_dir = None if build.base_dir is None else str(build.base_dir)
+    return ScriptedModel.from_spec(config.name, base_dir=base_dir)
+
+
+@hookimpl
+def register_models(register: Callable[..., None]) -> None:
+    """The ``scripted`` model, which plays turns from a YAML or JSON script."""
+    register("scripted", _scripted)

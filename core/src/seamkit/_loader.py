@@ -13,12 +13,19 @@ from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
+from . import _function_kind
 from ._errors import PluginError
-from ._events import HookEvent
-from ._markers import PROJECT
+from ._events import OBSERVER, PROJECT, HookEvent, hookimpls_of
 from ._registry import PluginInfo, Registry
 
-__all__ = ["get_registry", "load_plugins", "reset_registry"]
+__all__ = [
+    "API_VERSION",
+    "add_plugin",
+    "get_registry",
+    "kernel_version",
+    "load_plugins",
+    "reset_registry",
+]
 
 log = logging.getLogger("seamkit")
 
@@ -30,8 +37,11 @@ _REGISTRATION_HOOKS = (
     "register_refresh_conditions",
     "register_tool_kinds",
     "register_models",
+    "register_manifest_sections",
+    "register_session_stores",
 )
 _SEAMS = frozenset(e.value for e in HookEvent)
+_OBSERVED = _SEAMS | {OBSERVER}
 
 _lock = threading.Lock()
 _registry: Registry | None = None
@@ -53,18 +63,16 @@ def load_plugins(
     ``SEAMKIT_DISABLE_PLUGINS=x`` skips ``x``. The kernel's built-ins always
     load.
     """
-    from . import _builtins
-
     registry = Registry()
     add_plugin(
         registry,
-        _builtins,
+        _function_kind,
         PluginInfo(
             name="seamkit",
-            module="seamkit._builtins",
+            module=_function_kind.__name__,
             builtin=True,
             distribution="seamkit",
-            version=_own_version(),
+            version=kernel_version(),
         ),
     )
     only = _names(os.environ.get("SEAMKIT_PLUGINS"))
@@ -116,7 +124,7 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
                 if impl.plugin is obj:
                     kwargs = {"register": batch.for_hookspec(hook_name)}
                     impl.function(**{k: kwargs[k] for k in impl.argnames})
-        registry._commit(batch)
+        registry.commit(batch)
         info.kinds = batch.describe()
     except Exception as exc:
         pm.unregister(obj)
@@ -126,23 +134,20 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
 
 
 def _check_hookimpls(registry: Registry, obj: Any) -> list[str]:
-    """The seams ``obj`` implements; unknown hook names and wrappers are errors."""
+    """The seams (and ``on_run_event``) ``obj`` implements; unknown hook names
+    and wrappers are errors."""
     pm = registry.plugin_manager
     seams: list[str] = []
-    for attr in dir(obj):
-        opts = pm.parse_hookimpl_opts(obj, attr)
-        if opts is None:
-            continue
-        spec_name = opts.get("specname") or attr
+    for spec_name, (_, opts) in hookimpls_of(obj).items():
         if not hasattr(pm.hook, spec_name) or getattr(pm.hook, spec_name).spec is None:
             raise PluginError(
-                f"{attr!r} is marked @seamkit.hookimpl but there is no hookspec of that name",
+                f"{spec_name!r} is marked @seamkit.hookimpl but there is no hookspec of that name",
                 hint="the seams are: " + ", ".join(sorted(_SEAMS)),
             )
-        if spec_name in _SEAMS:
+        if spec_name in _OBSERVED:
             if opts.get("wrapper") or opts.get("hookwrapper"):
                 raise PluginError(
-                    f"{attr!r}: seam hookimpls cannot be wrappers; return a flow instead"
+                    f"{spec_name!r}: seam hookimpls cannot be wrappers; return a flow instead"
                 )
             seams.append(spec_name)
     return sorted(seams)
@@ -157,10 +162,12 @@ def _fail(registry: Registry, info: PluginInfo, error: str) -> PluginInfo:
     return info
 
 
-def _own_version() -> str:
-    from ._version import __version__
-
-    return __version__
+def kernel_version() -> str:
+    """The installed ``seamkit`` distribution's version, from its metadata."""
+    try:
+        return metadata.version("seamkit")
+    except metadata.PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
 
 
 def get_registry() -> Registry:

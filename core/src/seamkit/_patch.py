@@ -7,8 +7,7 @@ from dataclasses import dataclass, fields
 from types import MappingProxyType
 from typing import Any
 
-from ._messages import Document, Message
-from ._results import ModelRequest
+from ._types import Document, Message, ModelRequest
 
 __all__ = ["LAST_WRITER_WINS", "RequestPatch"]
 

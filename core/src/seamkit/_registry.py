@@ -1,26 +1,93 @@
-"""The kernel's registry: which plugins loaded, and the kinds they registered.
+"""The kernel's registry: which plugins loaded, what they registered, and the
+typed `BuildContext` every factory receives.
 
-Kinds are registered through the registration hookspecs, one ``register(...)``
-call per kind, and recorded with the plugin that registered them. The registry
-also builds the manifest model whose unions list exactly the installed kinds.
+Everything is registered through the registration hookspecs, one
+``register(...)`` call per kind, provider, section or store scheme, and
+recorded with the plugin that registered it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 import pluggy
+from pydantic import BaseModel
 
 from . import hookspecs
-from ._config import HookConfig, KindConfig, RefreshCondition, ToolConfig
+from ._config import HookConfig, KindConfig, ModelConfig, RefreshCondition, ToolConfig
 from ._errors import PluginError
-from ._events import HookEvent
-from ._markers import PROJECT
+from ._events import PROJECT, HookEvent
+from ._tool import Tool
+from ._toolmap import ToolMap, ToolSource
+from ._types import Model
 
-__all__ = ["Category", "KindInfo", "ModelProviderInfo", "PluginInfo", "Registry"]
+__all__ = [
+    "BuildContext",
+    "Category",
+    "HookFactory",
+    "KindInfo",
+    "ModelFactory",
+    "ModelProviderInfo",
+    "PluginInfo",
+    "Registrar",
+    "Registry",
+    "SectionInfo",
+    "StoreFactory",
+    "StoreSchemeInfo",
+    "ToolResolver",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What every factory receives while an agent is built: hook kinds,
+    tool kinds, model providers and session-store schemes alike.
+
+    ``tools`` is the agent's resolved tool map (empty while tool kinds
+    themselves run); ``exit_stack`` closes with the agent (``async with
+    agent``), so register connections and subprocesses there; ``sections``
+    holds the manifest's plugin-owned sections by key.
+    """
+
+    app_name: str
+    registry: Registry
+    tools: ToolMap = field(default_factory=ToolMap)
+    base_dir: Path | None = None
+    clock: Callable[[], datetime] | None = None
+    exit_stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+    sections: Mapping[str, BaseModel] = field(default_factory=dict)
+
+    def section(self, key: str) -> BaseModel | None:
+        """The manifest section ``key`` (validated by its registered model), or ``None``."""
+        return self.sections.get(key)
+
+    def with_tools(self, tools: ToolMap) -> BuildContext:
+        """The same context with the resolved ``tools``."""
+        return BuildContext(
+            self.app_name,
+            self.registry,
+            tools,
+            self.base_dir,
+            self.clock,
+            self.exit_stack,
+            self.sections,
+        )
+
+
+HookFactory = Callable[[Any, BuildContext], object | Awaitable[object]]
+"""``factory(config, build)`` → the hook object (or an awaitable of it)."""
+ToolResolver = Callable[[Any, BuildContext], Awaitable[Sequence[Tool] | ToolSource]]
+"""``await resolve(config, build)`` → the entry's tools, or a `ToolSource`."""
+ModelFactory = Callable[[Any, BuildContext], Model]
+"""``factory(config, build)`` → the `Model`, ``config`` being the provider's config model."""
+StoreFactory = Callable[[str], Any]
+"""``factory(url)`` → a session store for a URL of the scheme."""
 
 Category = Literal["hook", "tool", "refresh", "model"]
 
@@ -30,6 +97,9 @@ CATEGORY_LABEL: dict[str, str] = {
     "refresh": "refresh condition",
     "model": "model provider",
 }
+
+_KERNEL_KEYS = frozenset({"name", "model", "preamble", "tools", "hooks", "settings", "sessions"})
+"""Top-level manifest keys the kernel owns; no plugin section may take one."""
 
 _BASES: dict[str, type[KindConfig]] = {
     "hook": HookConfig,
@@ -63,12 +133,32 @@ class KindInfo:
 
 @dataclass(frozen=True, slots=True)
 class ModelProviderInfo:
-    """A registered model provider: ``model: "<prefix>:<name>"`` uses ``factory``."""
+    """A registered model provider: ``model: "<prefix>:<name>"`` (or a mapping
+    validated by ``config``) is built by ``factory``."""
 
     prefix: str
-    factory: Callable[..., Any]
+    factory: ModelFactory
     plugin: str
+    config: type[ModelConfig] = ModelConfig
     preview: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SectionInfo:
+    """A manifest section a plugin owns: top-level ``key``, validated by ``model``."""
+
+    key: str
+    model: type[BaseModel]
+    plugin: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSchemeInfo:
+    """A session-store URL scheme (``postgresql``): ``factory(url)`` opens a store."""
+
+    scheme: str
+    factory: StoreFactory
+    plugin: str
 
 
 @dataclass(slots=True)
@@ -129,7 +219,11 @@ class Registry:
         self.plugins: dict[str, PluginInfo] = {}
         self.kinds: dict[tuple[str, str], KindInfo] = {}
         self.models: dict[str, ModelProviderInfo] = {}
-        self._app_models: dict[bool, type[Any]] = {}
+        self.sections: dict[str, SectionInfo] = {}
+        self.stores: dict[str, StoreSchemeInfo] = {}
+        self.derived: dict[object, object] = {}
+        """Values derived from the registrations (the manifest model), kept
+        here by their builders; cleared whenever a plugin registers."""
 
     # --- queries ---------------------------------------------------------
 
@@ -160,18 +254,8 @@ class Registry:
         """The ``register`` callables one plugin receives, recording into a batch."""
         return Registrar(self, plugin)
 
-    def app_model(self, *, preview: bool | None = None) -> type[Any]:
-        """The manifest model (an ``AppConfig`` subclass) for the installed kinds."""
-        show = preview_enabled() if preview is None else preview
-        model = self._app_models.get(show)
-        if model is None:
-            from ._manifest_model import build_app_model
-
-            model = build_app_model(self, preview=show)
-            self._app_models[show] = model
-        return model
-
-    def _commit(self, batch: Registrar) -> None:
+    def commit(self, batch: Registrar) -> None:
+        """Record a plugin's registrations, all or none (a clash raises `PluginError`)."""
         for info in batch.kinds:
             key = (info.category, info.name)
             if key in self.kinds:
@@ -183,18 +267,29 @@ class Registry:
                     hint="rename the kind, or disable one of the plugins with "
                     "SEAMKIT_DISABLE_PLUGINS",
                 )
-        for provider in batch.models:
-            if provider.prefix in self.models:
-                owner = self.models[provider.prefix].plugin
-                raise PluginError(
-                    f"model provider {provider.prefix!r} is already registered by plugin {owner!r}",
-                    plugin=batch.plugin,
-                )
+        taken: list[tuple[str, Mapping[str, Any], Sequence[Any], str]] = [
+            ("model provider", self.models, batch.models, "prefix"),
+            ("manifest section", self.sections, batch.sections, "key"),
+            ("session-store scheme", self.stores, batch.stores, "scheme"),
+        ]
+        for label, existing, added, attr in taken:
+            for item in added:
+                key = getattr(item, attr)
+                if key in existing or (label == "manifest section" and key in _KERNEL_KEYS):
+                    owner = existing[key].plugin if key in existing else "seamkit"
+                    raise PluginError(
+                        f"{label} {key!r} is already registered by plugin {owner!r}",
+                        plugin=batch.plugin,
+                    )
         for info in batch.kinds:
             self.kinds[(info.category, info.name)] = info
         for provider in batch.models:
             self.models[provider.prefix] = provider
-        self._app_models.clear()
+        for section in batch.sections:
+            self.sections[section.key] = section
+        for scheme in batch.stores:
+            self.stores[scheme.scheme] = scheme
+        self.derived.clear()
 
 
 class Registrar:
@@ -209,6 +304,8 @@ class Registrar:
         self.plugin = plugin
         self.kinds: list[KindInfo] = []
         self.models: list[ModelProviderInfo] = []
+        self.sections: list[SectionInfo] = []
+        self.stores: list[StoreSchemeInfo] = []
 
     def _config_kind(self, category: Category, model: Any) -> str:
         base = _BASES[category]
@@ -229,13 +326,14 @@ class Registrar:
     def hook_kind(
         self,
         config_model: type[HookConfig],
-        factory: Callable[..., Any],
+        factory: HookFactory,
         *,
         events: Iterable[HookEvent | str],
         preview: bool = False,
         preview_events: Iterable[HookEvent | str] = (),
     ) -> None:
-        """Register a hook kind: ``factory(config, agent)`` builds the hook object.
+        """Register a hook kind: ``factory(config, build)`` builds the hook object
+        (``build`` is the `BuildContext`).
 
         ``events`` are the events the kind supports; ``preview_events`` more
         that only ``SEAMKIT_ENABLE_PREVIEW=1`` allows.
@@ -262,11 +360,12 @@ class Registrar:
     def tool_kind(
         self,
         config_model: type[ToolConfig],
-        resolve: Callable[..., Any],
+        resolve: ToolResolver,
         *,
         preview: bool = False,
     ) -> None:
-        """Register a tool kind: ``await resolve(config, agent)`` gives its tools."""
+        """Register a tool kind: ``await resolve(config, build)`` gives its tools
+        (a list, or a `ToolSource` whose tools may change between runs)."""
         name = self._config_kind("tool", config_model)
         if not callable(resolve):
             raise PluginError(f"tool kind {name!r}: resolve is not callable", plugin=self.plugin)
@@ -293,8 +392,17 @@ class Registrar:
             KindInfo("refresh", name, config_model, factory, self.plugin, preview=preview)
         )
 
-    def model(self, prefix: str, factory: Callable[..., Any], *, preview: bool = False) -> None:
-        """Register a model provider: ``model: "<prefix>:<name>"`` calls ``factory(name)``."""
+    def model(
+        self,
+        prefix: str,
+        factory: ModelFactory,
+        *,
+        config: type[ModelConfig] | None = None,
+        preview: bool = False,
+    ) -> None:
+        """Register a model provider: ``model: "<prefix>:<name>"`` (or a mapping
+        validated by ``config``, a `seamkit.ModelConfig` subclass) calls
+        ``factory(config, build)``."""
         if not isinstance(prefix, str) or not prefix or ":" in prefix:
             raise PluginError(
                 f"model prefix must be a non-empty string without ':', got {prefix!r}",
@@ -302,7 +410,34 @@ class Registrar:
             )
         if not callable(factory):
             raise PluginError(f"model {prefix!r}: factory is not callable", plugin=self.plugin)
-        self.models.append(ModelProviderInfo(prefix, factory, self.plugin, preview))
+        model = config if config is not None else ModelConfig
+        if not (isinstance(model, type) and issubclass(model, ModelConfig)):
+            raise PluginError(
+                f"model {prefix!r}: config must derive from seamkit.ModelConfig, got {model!r}",
+                plugin=self.plugin,
+            )
+        self.models.append(ModelProviderInfo(prefix, factory, self.plugin, model, preview))
+
+    def section(self, key: str, config_model: type[BaseModel]) -> None:
+        """Register a top-level manifest section ``key`` validated by ``config_model``."""
+        if not isinstance(key, str) or not key.isidentifier():
+            raise PluginError(
+                f"a manifest section key must be an identifier, got {key!r}", plugin=self.plugin
+            )
+        if not (isinstance(config_model, type) and issubclass(config_model, BaseModel)):
+            raise PluginError(
+                f"manifest section {key!r}: the config model must be a pydantic model",
+                plugin=self.plugin,
+            )
+        self.sections.append(SectionInfo(key, config_model, self.plugin))
+
+    def store(self, scheme: str, factory: StoreFactory) -> None:
+        """Register a session-store URL scheme: ``factory(url)`` opens the store."""
+        if not isinstance(scheme, str) or not scheme.isidentifier():
+            raise PluginError(f"a store scheme must be a word, got {scheme!r}", plugin=self.plugin)
+        if not callable(factory):
+            raise PluginError(f"store {scheme!r}: factory is not callable", plugin=self.plugin)
+        self.stores.append(StoreSchemeInfo(scheme, factory, self.plugin))
 
     def for_hookspec(self, hookspec_name: str) -> Callable[..., None]:
         """The ``register`` callable passed to one registration hookspec."""
@@ -311,11 +446,16 @@ class Registrar:
             "register_tool_kinds": self.tool_kind,
             "register_refresh_conditions": self.refresh_condition,
             "register_models": self.model,
+            "register_manifest_sections": self.section,
+            "register_session_stores": self.store,
         }
         return table[hookspec_name]
 
     def describe(self) -> list[str]:
         """``category:name`` for everything in the batch, for ``seamkit plugins``."""
-        return [f"{k.category}:{k.name}" for k in self.kinds] + [
-            f"model:{m.prefix}" for m in self.models
-        ]
+        return (
+            [f"{k.category}:{k.name}" for k in self.kinds]
+            + [f"model:{m.prefix}" for m in self.models]
+            + [f"section:{s.key}" for s in self.sections]
+            + [f"store:{s.scheme}" for s in self.stores]
+        )

@@ -14,15 +14,10 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._errors import SeamkitError
-from ._messages import Message, MessageToolCall
-from ._results import ModelRequest, ModelTurn, Usage
+from ._errors import ScriptError
+from ._types import Message, MessageToolCall, ModelRequest, ModelTurn, Usage
 
-__all__ = ["ScriptError", "ScriptedModel"]
-
-
-class ScriptError(SeamkitError):
-    """Raised when a script runs out or a request does not fit the turn it expected."""
+__all__ = ["ScriptedModel"]
 
 
 class ScriptedModel:

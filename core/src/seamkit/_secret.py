@@ -1,13 +1,19 @@
-"""`Secret`: a value that reaches the code that uses it and nothing else."""
+"""`Secret`: a value that reaches the code that uses it and nothing else; and
+:func:`redact`, the one function that masks secrets in any text seamkit (or a
+plugin) writes."""
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote, quote_plus
 
-from pydantic import GetCoreSchemaHandler
+from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["Secret", "reveal"]
+__all__ = ["MASK", "Secret", "as_json", "redact", "secret_texts"]
 
 T = TypeVar("T")
 
@@ -72,14 +78,69 @@ class Secret(Generic[T]):
         )
 
 
-def reveal(value: Any) -> Any:
-    """Unwrap secrets inside ``value`` (dicts, lists and tuples walked)."""
+def secret_texts(*values: Any) -> list[str]:
+    """The plain text of every `Secret` inside ``values`` (mappings, lists,
+    tuples, sets and pydantic models walked; an `ActionContext` is a mapping)."""
+    found: list[str] = []
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, Secret):
+            plain = value.get_secret_value()
+            if plain is not None and plain != "":
+                found.append(plain if isinstance(plain, str) else str(plain))
+        elif isinstance(value, Mapping):
+            stack.extend(value.values())
+        elif isinstance(value, BaseModel):
+            stack.extend(value.__dict__.values())
+        elif isinstance(value, list | tuple | set | frozenset):
+            stack.extend(value)
+    return found
+
+
+_MIN_ENCODED = 4
+"""Encoded forms shorter than this are not masked (they would mask noise)."""
+
+
+def _forms(plain: str) -> set[str]:
+    raw = plain.encode("utf-8")
+    forms = {
+        plain,
+        repr(plain)[1:-1],
+        json.dumps(plain)[1:-1],
+        quote(plain, safe=""),
+        quote_plus(plain, safe=""),
+    }
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        text = encode(raw).decode("ascii")
+        forms |= {text, text.rstrip("=")}
+    return {f for f in forms if len(f) >= _MIN_ENCODED or f == plain}
+
+
+def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
+    """``text`` with every secret masked as ``***``: its plain text, the
+    escaped forms ``repr()`` and JSON give it, its URL encodings and its
+    base64 encodings (standard and URL-safe, with or without padding).
+
+    ``secrets`` are plain texts or `Secret` objects. Use it on everything you
+    write that a person or a log can see: errors, logs, diagnostics, spans.
+    """
+    plains = [s.get_secret_value() if isinstance(s, Secret) else s for s in secrets]
+    forms: set[str] = set()
+    for plain in plains:
+        if plain is not None and str(plain):
+            forms |= _forms(str(plain))
+    for form in sorted(forms, key=len, reverse=True):  # longest first: no partial masks
+        if form in text:
+            text = text.replace(form, MASK)
+    return text
+
+
+def as_json(value: Any, *, source: bool = False) -> Any:
+    """The ``fallback`` (or ``default``) of a JSON encoder that meets a value
+    it cannot write: a `Secret` is written as ``***`` (as the manifest text it
+    came from, ``${secret:...}``, with ``source=True``); anything else is a
+    `TypeError`."""
     if isinstance(value, Secret):
-        return value.get_secret_value()
-    if isinstance(value, dict):
-        return {k: reveal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [reveal(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(reveal(v) for v in value)
-    return value
+        return (value.source or MASK) if source else MASK
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")

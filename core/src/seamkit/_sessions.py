@@ -1,10 +1,13 @@
-"""Sessions: a conversation's whole transcript kept between runs, in SQLite.
+"""Sessions: a conversation's whole transcript, and a small state mapping for
+hooks, kept between runs.
 
-A `SessionStore` is one SQLite file (by default ``sessions.sqlite`` in the
-user's data directory). A finished run replaces its session's transcript in
-one transaction. Runs on one session are serialised with a lock file per
-session (released by the OS if the process dies); a run that cannot get the
-lock within ``wait_seconds`` fails with `SessionBusy` before it starts.
+`SessionStore` is the protocol every store implements; `SQLiteSessionStore`
+is the built-in one (one SQLite file, by default ``sessions.sqlite`` in the
+user's data directory). :func:`open_store` turns a path or URL into a store:
+``sqlite:///...`` and plain paths are built in, other schemes come from
+plugins (``register_session_stores``). A finished run replaces its session's
+transcript and state in one transaction; runs on one session are serialised
+by ``lock``, which fails with `SessionBusy` after the wait.
 """
 
 from __future__ import annotations
@@ -15,36 +18,71 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager, closing
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
-from ._errors import SeamkitError
-from ._messages import Message
+import filelock
 
-__all__ = ["SessionBusy", "SessionStore", "default_store_path"]
+from ._errors import SessionBusy, SessionError
+from ._registry import Registry
+from ._types import Message
+
+__all__ = [
+    "SQLiteSessionStore",
+    "SessionStore",
+    "StoredSession",
+    "default_store_path",
+    "open_store",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
     name TEXT PRIMARY KEY,
     transcript TEXT NOT NULL,
-    updated_at REAL NOT NULL
+    updated_at REAL NOT NULL,
+    state TEXT NOT NULL DEFAULT '{}'
 )
 """
 
 
-class SessionBusy(SeamkitError):
-    """Raised when another run holds the session for longer than the wait.
+@dataclass(frozen=True, slots=True)
+class StoredSession:
+    """One stored session: its whole ``transcript`` and its ``state``, a small
+    JSON mapping hooks keep between runs (injection freshness, say)."""
 
-    Carries the session ``name``; nothing was run and nothing was lost.
-    """
+    transcript: tuple[Message, ...] = ()
+    state: Mapping[str, Any] = field(default_factory=dict)
 
-    def __init__(self, name: str, waited: float) -> None:
-        super().__init__(
-            f"session {name!r} busy: another run still holds it after {waited:g}s",
-            hint="wait for the other run to finish, or use another --session",
-        )
-        self.name = name
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where sessions live. Implement it to keep them elsewhere (a plugin
+    registers a URL scheme for it with ``register_session_stores``)."""
+
+    async def load(self, name: str) -> StoredSession | None:
+        """The session ``name``, or ``None`` when there is none."""
+        ...
+
+    async def save(
+        self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
+    ) -> None:
+        """Replace the transcript and state of ``name``, atomically."""
+        ...
+
+    def lock(self, name: str, wait_seconds: float) -> AbstractAsyncContextManager[None]:
+        """Hold ``name`` for one run; raise `SessionBusy` after ``wait_seconds``."""
+        ...
+
+    async def list(self) -> list[str]:
+        """Every stored session's name, sorted."""
+        ...
+
+    async def delete(self, name: str) -> None:
+        """Forget the session ``name`` (nothing happens when there is none)."""
+        ...
 
 
 def default_store_path() -> Path:
@@ -53,13 +91,14 @@ def default_store_path() -> Path:
     home = os.environ.get("SEAMKIT_HOME")
     if home:
         return Path(home) / "sessions.sqlite"
-    import platformdirs
+    import platformdirs  # only when no SEAMKIT_HOME is set
 
     return Path(platformdirs.user_data_dir("seamkit")) / "sessions.sqlite"
 
 
-class SessionStore:
-    """Transcripts by session name, in one SQLite file."""
+class SQLiteSessionStore:
+    """Sessions in one SQLite file; runs on a session are serialised with a
+    lock file beside it (released by the OS if the process dies)."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
@@ -67,53 +106,80 @@ class SessionStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with closing(self._connect()) as db, db:
                 db.execute(_SCHEMA)
+                columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
+                if "state" not in columns:  # a store written before sessions had state
+                    db.execute("ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
         except (OSError, sqlite3.Error) as exc:
-            raise SeamkitError(
+            raise SessionError(
                 f"cannot open the session store {str(self.path)!r}: {exc}",
+                location=str(self.path),
                 hint="pass --store PATH with a writable location",
             ) from None
+
+    def __repr__(self) -> str:
+        return f"SQLiteSessionStore({str(self.path)!r})"
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30)
         db.execute("PRAGMA journal_mode=WAL")
         return db
 
-    def load(self, name: str) -> list[Message]:
-        """The stored transcript of ``name`` (empty for a new session)."""
+    def _load(self, name: str) -> StoredSession | None:
         with closing(self._connect()) as db:
-            row = db.execute("SELECT transcript FROM sessions WHERE name = ?", (name,)).fetchone()
+            row = db.execute(
+                "SELECT transcript, state FROM sessions WHERE name = ?", (name,)
+            ).fetchone()
         if row is None:
-            return []
-        return [Message.model_validate(m) for m in json.loads(row[0])]
+            return None
+        transcript = tuple(Message.model_validate(m) for m in json.loads(row[0]))
+        return StoredSession(transcript, json.loads(row[1]))
 
-    def save(self, name: str, transcript: Sequence[Message]) -> None:
-        """Replace the transcript of ``name``, atomically."""
+    def _save(self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]) -> None:
         text = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in transcript])
         with closing(self._connect()) as db, db:
             db.execute(
-                "INSERT INTO sessions (name, transcript, updated_at) VALUES (?, ?, ?) "
+                "INSERT INTO sessions (name, transcript, updated_at, state) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET transcript = excluded.transcript, "
-                "updated_at = excluded.updated_at",
-                (name, text, time.time()),
+                "updated_at = excluded.updated_at, state = excluded.state",
+                (name, text, time.time(), json.dumps(dict(state))),
             )
 
-    def names(self) -> list[str]:
-        """Every stored session, by name."""
+    def _list(self) -> list[str]:
         with closing(self._connect()) as db:
             return [r[0] for r in db.execute("SELECT name FROM sessions ORDER BY name")]
 
+    def _delete(self, name: str) -> None:
+        with closing(self._connect()) as db, db:
+            db.execute("DELETE FROM sessions WHERE name = ?", (name,))
+
+    async def load(self, name: str) -> StoredSession | None:
+        """The session ``name``, or ``None`` when there is none."""
+        return await asyncio.to_thread(self._load, name)
+
+    async def save(
+        self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
+    ) -> None:
+        """Replace the transcript and state of ``name`` in one transaction."""
+        await asyncio.to_thread(self._save, name, transcript, state)
+
+    async def list(self) -> list[str]:
+        """Every stored session's name, sorted."""
+        return await asyncio.to_thread(self._list)
+
+    async def delete(self, name: str) -> None:
+        """Forget the session ``name``."""
+        await asyncio.to_thread(self._delete, name)
+
     @asynccontextmanager
-    async def hold(self, name: str, *, wait_seconds: float = 10.0) -> AsyncIterator[None]:
+    async def lock(self, name: str, wait_seconds: float = 10.0) -> AsyncIterator[None]:
         """Hold the session ``name`` for one run; wait up to ``wait_seconds``
         for another run to release it, then raise `SessionBusy`."""
-        import filelock
-
         digest = hashlib.sha256(name.encode()).hexdigest()[:16]
-        lock = filelock.FileLock(self.path.with_name(f"{self.path.name}.{digest}.lock"))
+        held = filelock.FileLock(self.path.with_name(f"{self.path.name}.{digest}.lock"))
         deadline = time.monotonic() + wait_seconds
         while True:
             try:
-                lock.acquire(timeout=0)
+                held.acquire(timeout=0)
                 break
             except filelock.Timeout:
                 if time.monotonic() >= deadline:
@@ -122,4 +188,46 @@ class SessionStore:
         try:
             yield
         finally:
-            lock.release()
+            held.release()
+
+
+def open_store(
+    spec: str | os.PathLike[str] | SessionStore | None,
+    *,
+    registry: Registry,
+    base_dir: Path | None = None,
+) -> SessionStore:
+    """The store ``spec`` names: a store as it is; ``None`` for the default
+    SQLite file; ``sqlite:///PATH`` or a plain path for a SQLite file
+    (relative to ``base_dir`` when given); ``SCHEME://...`` for a store a
+    plugin registered. Raises `SessionError` for an unknown scheme."""
+    if spec is None:
+        return SQLiteSessionStore()
+    if not isinstance(spec, str | os.PathLike):
+        return spec
+    text = os.fspath(spec)
+    scheme, sep, rest = text.partition("://")
+    if not sep or len(scheme) < 2:  # a plain path (a Windows drive letter too)
+        path = Path(text)
+    elif scheme == "sqlite":
+        path = Path(rest.removeprefix("/"))
+    else:
+        info = registry.stores.get(scheme)
+        if info is None:
+            known = ", ".join(["sqlite", *sorted(registry.stores)])
+            raise SessionError(
+                f"no session store is installed for URLs of scheme {scheme!r}",
+                location=f"{scheme}://...",
+                hint=f"installed schemes: {known}; a plugin adds one (e.g. "
+                f"seamkit-sessions-postgres for postgresql://)",
+            )
+        store = info.factory(text)
+        if not isinstance(store, SessionStore):
+            raise SessionError(
+                f"the {scheme!r} store of plugin {info.plugin!r} is not a SessionStore",
+                location=f"{scheme}://...",
+            )
+        return store
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    return SQLiteSessionStore(path)

@@ -5,6 +5,7 @@ A parameter is injected, and hidden from the model, when it is
 
 - annotated :class:`seamkit.ActionContext` (or a subclass), or named
   ``action_context``: it receives the run's context;
+- named ``action_agent``: it receives the running agent;
 - named ``_x``: it receives the context property ``x``;
 - annotated ``Annotated[T, Injected("x")]``: it receives property ``x``
   whatever the parameter is called.
@@ -27,7 +28,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 
 from ._context import ActionContext
-from ._errors import SeamkitError
+from ._errors import ToolDefinitionError
 from ._secret import Secret
 
 __all__ = ["Injected", "Injection", "ToolSignature", "describe"]
@@ -48,12 +49,13 @@ class Injected:
 @dataclass(frozen=True, slots=True)
 class Injection:
     """One injected parameter: ``prop`` is the property it receives, ``None``
-    for the whole `ActionContext`."""
+    for the whole `ActionContext` (or the running agent, when ``agent``)."""
 
     param: str
     prop: str | None
     required: bool
     keep_secret: bool
+    agent: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +90,18 @@ class _SchemaWithoutTitles(GenerateJsonSchema):
 def describe(func: Callable[..., Any], *, description: str | None = None) -> ToolSignature:
     """Analyse ``func`` once, when it becomes a tool.
 
-    Raises :class:`seamkit.SeamkitError` for a signature a tool cannot have
+    Raises :class:`seamkit.ToolDefinitionError` for a signature a tool cannot have
     (``*args``, a parameter named ``_``, unresolvable type hints).
     """
     where = getattr(func, "__qualname__", repr(func))
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
-        raise SeamkitError(f"tool {where}: cannot read its signature: {exc}") from None
+        raise ToolDefinitionError(f"tool {where}: cannot read its signature: {exc}") from None
     try:
         hints = typing.get_type_hints(func, include_extras=True)
     except Exception as exc:
-        raise SeamkitError(
+        raise ToolDefinitionError(
             f"tool {where}: cannot resolve its type hints: {type(exc).__name__}: {exc}",
             hint="import the types the annotations name at module level",
         ) from None
@@ -111,7 +113,7 @@ def describe(func: Callable[..., Any], *, description: str | None = None) -> Too
     accepts_extra = False
     for param in signature.parameters.values():
         if param.kind is param.VAR_POSITIONAL:
-            raise SeamkitError(
+            raise ToolDefinitionError(
                 f"tool {where}: *{param.name} is not supported",
                 hint="a tool receives keyword arguments from a JSON object; use a list parameter",
             )
@@ -145,7 +147,7 @@ def describe(func: Callable[..., Any], *, description: str | None = None) -> Too
         )
         parameters = model.model_json_schema(by_alias=True, schema_generator=_SchemaWithoutTitles)
     except Exception as exc:
-        raise SeamkitError(
+        raise ToolDefinitionError(
             f"tool {where}: its arguments cannot be described as JSON Schema: "
             f"{type(exc).__name__}: {exc}",
             hint="use JSON-friendly types (str, int, float, bool, lists, dicts, enums, "
@@ -172,6 +174,8 @@ def _injection(param: inspect.Parameter, hint: Any, where: str) -> Injection | N
     marks = [m for m in metadata if isinstance(m, Injected)]
     if marks:
         return Injection(param.name, marks[-1].name, required, _is_secret(base))
+    if param.name == "action_agent":
+        return Injection(param.name, None, required, False, agent=True)
     if (isinstance(base, type) and issubclass(base, ActionContext)) or (
         param.name == "action_context"
     ):
@@ -179,7 +183,7 @@ def _injection(param: inspect.Parameter, hint: Any, where: str) -> Injection | N
     if param.name.startswith("_"):
         prop = param.name[1:]
         if not prop:
-            raise SeamkitError(
+            raise ToolDefinitionError(
                 f"tool {where}: a parameter named '_' names no context property",
                 hint="name it '_<property>', e.g. '_user_id'",
             )

@@ -1,5 +1,7 @@
 """`Tool` and `@seamkit.tool`: a function the model can call, with its schema,
-its injected dependencies and the rules that turn any outcome into a result."""
+its injected dependencies and the rules that turn any outcome into a result;
+`Tool.from_schema` for tools whose schema comes from elsewhere (a service, an
+MCP server); and the tool-name grammar with `sanitize_toolname`."""
 
 from __future__ import annotations
 
@@ -8,20 +10,39 @@ import functools
 import inspect
 import json
 import logging
+import re
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from ._context import ActionContext
-from ._errors import InvalidToolCall, SeamkitError
-from ._results import ToolResult, ToolSpec
-from ._secret import MASK, Secret
+from ._errors import InvalidToolCall, ToolDefinitionError
+from ._secret import Secret, as_json, redact, secret_texts
 from ._signature import ToolSignature, describe
+from ._types import ToolResult, ToolSpec
 
-__all__ = ["Tool", "tool"]
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+SchemaCall = Callable[
+    [dict[str, Any], ActionContext],
+    Awaitable[Any] | AsyncIterator[str],
+]
+"""``call(arguments, ctx)`` of a `Tool.from_schema` tool: returns (or is an
+``async def`` returning) a JSON value, a `ToolResult`, or an async iterator
+of text chunks that stream as `seamkit.stream.ToolOutputDelta`."""
+
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "SchemaCall",
+    "Tool",
+    "check_toolname",
+    "sanitize_toolname",
+    "tool",
+]
 
 log = logging.getLogger("seamkit.tools")
 
@@ -29,6 +50,43 @@ _MISSING: Any = object()
 _EMPTY_CONTEXT = ActionContext(context_id="empty")
 _PYDANTIC_PREFIX = "Error serializing to JSON: "
 _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
+
+
+TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
+"""What every final tool name matches (OpenAI's function-name grammar)."""
+
+_VALID = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]{0,63}")
+_OUTSIDE = re.compile(r"[^a-zA-Z0-9_-]+")
+_MAX = 64
+
+
+def sanitize_toolname(name: str) -> str:
+    """Turn any text into a valid tool name.
+
+    Each run of characters outside ``[a-zA-Z0-9_-]`` becomes one ``_``; a ``_``
+    is prefixed when the first character is not a letter or ``_``; the result
+    is cut to 64 characters. ``""`` stays ``""``. Idempotent.
+    """
+    if not name:
+        return ""
+    out = _OUTSIDE.sub("_", name)
+    if not (out[0].isascii() and (out[0].isalpha() or out[0] == "_")):
+        out = "_" + out
+    return out[:_MAX]
+
+
+def check_toolname(name: str) -> str | None:
+    """``None`` when ``name`` is a valid final tool name, else what is wrong."""
+    if _VALID.fullmatch(name):
+        return None
+    if not name:
+        return "a tool name cannot be empty"
+    if len(name) > _MAX:
+        return f"tool name {name!r} is longer than {_MAX} characters"
+    return (
+        f"tool name {name!r} is not valid: use letters, digits, '_' and '-', "
+        f"starting with a letter or '_'"
+    )
 
 
 class Tool:
@@ -79,14 +137,14 @@ class Tool:
         self.__wrapped__ = function
         self.name = name if name is not None else getattr(function, "__name__", "")
         if not isinstance(self.name, str) or not self.name:
-            raise SeamkitError(
+            raise ToolDefinitionError(
                 f"tool {_qualname(function)}: a tool needs a non-empty name",
                 hint="pass one: @seamkit.tool(name='...')",
             )
         if timeout_seconds is not None and not (
             isinstance(timeout_seconds, int | float) and timeout_seconds > 0
         ):
-            raise SeamkitError(
+            raise ToolDefinitionError(
                 f"tool {self.name!r}: timeout_seconds must be a number > 0, "
                 f"not {timeout_seconds!r}",
                 hint="leave it out for no time-out",
@@ -112,6 +170,40 @@ class Tool:
         if isinstance(function, Tool):
             return function.replace(**options) if options else function
         return cls(function, **options)
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        call: SchemaCall,
+        *,
+        tags: Iterable[str] = (),
+        terminal: bool = False,
+        timeout_seconds: float | None = None,
+    ) -> Tool:
+        """A tool whose JSON Schema comes from elsewhere (a tool service, an
+        MCP server): ``await call(arguments, ctx)`` runs it.
+
+        ``parameters`` is the schema the model sees, as given. Arguments are
+        validated against it before ``call`` runs, with JSON's meaning ("5"
+        is not an integer), and a failure is an `InvalidToolCall` like a
+        decorated tool's. ``call`` may return a JSON value, a `ToolResult`,
+        or an async iterator of text chunks (streamed live as
+        `seamkit.stream.ToolOutputDelta` and joined into the result).
+        Raises `ToolDefinitionError` for a schema that is not valid JSON
+        Schema or not an object schema.
+        """
+        return _SchemaTool(
+            call,
+            name=name,
+            description=description,
+            parameters=dict(parameters),
+            tags=tags,
+            terminal=terminal,
+            timeout_seconds=timeout_seconds,
+        )
 
     @property
     def spec(self) -> ToolSpec:
@@ -227,18 +319,55 @@ class Tool:
         *,
         call_id: str = "",
         secrets: Sequence[str] = (),
+        agent: object = None,
+        on_chunk: Callable[[str], None] | None = None,
     ) -> ToolResult:
         """Run the tool on arguments :meth:`validate` already produced.
 
         ``secrets`` are more plain texts to mask in error messages and logs,
         besides the context's secrets (:meth:`call` passes the values of the
-        `Secret` arguments it unwrapped).
+        `Secret` arguments it unwrapped). ``agent`` is what an
+        ``action_agent`` parameter receives. A tool that yields text chunks
+        hands each to ``on_chunk`` as it comes; the result joins them.
         """
         ctx = _EMPTY_CONTEXT if context is None else context
+        prepared = self._arguments(values, ctx, agent, call_id)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        args, kwargs = prepared
+        timeout = self.timeout_seconds
+        scope: asyncio.Timeout | None = None
+        try:
+            if timeout is None:
+                result = await self._run(args, kwargs, on_chunk)
+            else:
+                async with asyncio.timeout(timeout) as scope:
+                    result = await self._run(args, kwargs, on_chunk)
+        except Exception as exc:
+            if scope is not None and scope.expired():
+                return self._failed(f"tool {self.name!r} timed out after {timeout:g}s", call_id)
+            text = redact(f"{type(exc).__name__}: {exc}", [*secret_texts(ctx), *secrets])
+            log.warning("tool %r raised %s", self.name, text)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
+            return self._failed(text, call_id, logged=True)
+        return self._result(result, call_id, [*secret_texts(ctx), *secrets])
+
+    def _arguments(
+        self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
+        """The function's positional and keyword arguments: the model's
+        values plus what is injected; a failed result for a missing one."""
         kwargs = dict(values)
         for injection in self._sig.injections:
             if injection.prop is None:
-                kwargs[injection.param] = ctx
+                kwargs[injection.param] = agent if injection.agent else ctx
+                if injection.agent and agent is None and injection.required:
+                    return self._failed(
+                        f"tool {self.name!r} needs the running agent (parameter "
+                        f"{injection.param!r}), and it was called outside an agent run",
+                        call_id,
+                    )
                 continue
             value = ctx.get(injection.prop, _MISSING)
             if value is _MISSING:
@@ -256,30 +385,38 @@ class Tool:
         args: tuple[Any, ...] = ()
         if self._sig.positional_only:
             args = tuple(kwargs.pop(p) for p in self._sig.positional_only if p in kwargs)
-        timeout = self.timeout_seconds
-        scope: asyncio.Timeout | None = None
-        try:
-            if timeout is None:
-                result = self.function(*args, **kwargs)
-                if self._async:
-                    result = await result
-            else:
-                async with asyncio.timeout(timeout) as scope:
-                    if self._async:
-                        result = await self.function(*args, **kwargs)
-                    else:
-                        call = functools.partial(self.function, *args, **kwargs)
-                        result = await asyncio.to_thread(call)
-            if type(result) not in _PLAIN and inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:
-            if scope is not None and scope.expired():
-                return self._failed(f"tool {self.name!r} timed out after {timeout:g}s", call_id)
-            text = _scrub(f"{type(exc).__name__}: {exc}", ctx, secrets)
-            log.warning("tool %r raised %s", self.name, text)
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
-            return self._failed(text, call_id, logged=True)
+        return args, kwargs
+
+    async def _run(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        on_chunk: Callable[[str], None] | None,
+    ) -> Any:
+        """Call the function (a sync one with a time-out in a worker thread)
+        and settle what it returned: awaited, or its chunks joined."""
+        if self._async:
+            result = await self.function(*args, **kwargs)
+        elif self.timeout_seconds is not None:
+            result = await asyncio.to_thread(functools.partial(self.function, *args, **kwargs))
+        else:
+            result = self.function(*args, **kwargs)
+        if type(result) in _PLAIN:
+            return result
+        if inspect.isawaitable(result):
+            result = await result
+        if hasattr(result, "__aiter__"):
+            chunks: list[str] = []
+            async for chunk in result:
+                text = chunk if isinstance(chunk, str) else str(chunk)
+                chunks.append(text)
+                if on_chunk is not None:
+                    on_chunk(text)
+            return "".join(chunks)
+        return result
+
+    def _result(self, result: Any, call_id: str, secrets: Sequence[str]) -> ToolResult:
+        """What the function returned, as the model will see it."""
         if isinstance(result, str):
             content = result
         elif isinstance(result, ToolResult):
@@ -290,12 +427,12 @@ class Tool:
             )
         else:
             try:
-                content = to_json(result, fallback=_unknown).decode()
+                content = to_json(result, fallback=as_json).decode()
             except Exception as exc:
                 return self._failed(
                     f"tool {self.name!r} returned a {type(result).__name__} that cannot be "
                     f"written as JSON: "
-                    f"{_scrub(str(exc), ctx, secrets).removeprefix(_PYDANTIC_PREFIX)}",
+                    f"{redact(str(exc), secrets).removeprefix(_PYDANTIC_PREFIX)}",
                     call_id,
                 )
         return ToolResult(call_id=call_id, content=content)
@@ -390,22 +527,6 @@ def _qualname(function: Callable[..., Any]) -> str:
     return getattr(function, "__qualname__", None) or repr(function)
 
 
-def _scrub(text: str, context: ActionContext, more: Sequence[str] = ()) -> str:
-    """``text`` with the plain value of every secret in ``context`` (and every
-    text in ``more``) masked, in the escaped forms repr() and JSON give it too."""
-    plains = [
-        v.get_secret_value()
-        for v in context.values()
-        if isinstance(v, Secret) and isinstance(v.get_secret_value(), str)
-    ]
-    for plain in (*plains, *more):
-        if plain:
-            for form in {plain, repr(plain)[1:-1], json.dumps(plain)[1:-1]}:
-                if form:
-                    text = text.replace(form, MASK)
-    return text
-
-
 def _unwrap(hidden: list[str], value: Any) -> Any:
     """A `Secret` argument's value, for validation; its text is remembered to
     be masked in errors."""
@@ -416,13 +537,125 @@ def _unwrap(hidden: list[str], value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 
-def _unknown(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return MASK
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
 def _frames(exc: BaseException) -> str:
     # The frames only: the exception's own text may hold a secret and was
     # logged already, scrubbed.
     return "".join(traceback.format_tb(exc.__traceback__))
+
+
+class _SchemaTool(Tool):
+    """A tool made with :meth:`Tool.from_schema`: validated by JSON Schema,
+    called as ``call(arguments, ctx)``."""
+
+    __slots__ = ("_schema", "_validator")
+
+    def __init__(
+        self,
+        call: SchemaCall,
+        *,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        tags: Iterable[str] = (),
+        terminal: bool = False,
+        timeout_seconds: float | None = None,
+        _validator: Validator | None = None,
+    ) -> None:
+        validator = _validator or _compile(name, parameters)
+        super().__init__(
+            call,
+            name=name,
+            description=description,
+            tags=tags,
+            terminal=terminal,
+            timeout_seconds=timeout_seconds,
+            _signature=_schema_signature(name, description, parameters),
+        )
+        self._schema = parameters
+        self._validator = validator
+
+    def replace(self, **changes: Any) -> Tool:
+        """A copy with ``name``, ``description``, ``tags``, ``terminal`` or
+        ``timeout_seconds`` changed (the schema is not compiled again)."""
+        options: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "tags": self.tags,
+            "terminal": self.terminal,
+            "timeout_seconds": self.timeout_seconds,
+        }
+        unknown = set(changes) - set(options)
+        if unknown:
+            raise TypeError(f"Tool.replace() got unknown field(s): {', '.join(sorted(unknown))}")
+        options.update(changes)
+        return _SchemaTool(
+            self.function,
+            parameters=self._schema,
+            _validator=self._validator,
+            **options,
+        )
+
+    def _check(self, arguments: Mapping[str, Any], hidden: list[str]) -> dict[str, Any]:
+        if not isinstance(arguments, Mapping):
+            raise self._invalid(
+                [f"arguments must be a JSON object, not {type(arguments).__name__}"]
+            )
+        try:
+            data = json.loads(to_json(arguments, fallback=functools.partial(_unwrap, hidden)))
+        except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
+            raise self._invalid([str(exc)]) from None
+        errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.path))
+        if errors:
+            raise self._invalid([_describe(e) for e in errors])
+        return dict(data)
+
+    def _arguments(
+        self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
+    ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
+        return (values, ctx), {}
+
+
+def _schema_signature(name: str, description: str, parameters: dict[str, Any]) -> ToolSignature:
+    if parameters.get("type", "object") != "object":
+        raise ToolDefinitionError(
+            f"tool {name!r}: its parameters must be a JSON Schema of type 'object'",
+            hint="wrap single values in an object: {'type': 'object', 'properties': {...}}",
+        )
+    properties = parameters.get("properties") or {}
+    return ToolSignature(
+        model=_NoModel,
+        fields=tuple((key, key) for key in properties),
+        injections=(),
+        positional_only=(),
+        accepts_extra=False,
+        description=description,
+        parameters=parameters,
+    )
+
+
+class _NoModel(BaseModel):
+    """Stands in for the argument model of a schema tool (never validated)."""
+
+
+def _compile(name: str, parameters: dict[str, Any]) -> Validator:
+    # jsonschema costs ~40 ms to import: only apps with schema tools pay it.
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(parameters, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(parameters)
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"tool {name!r}: its parameters are not valid JSON Schema: {exc.message}"
+        ) from None
+    validator: Validator = cls(parameters)
+    return validator
+
+
+def _describe(error: Any) -> str:
+    where = ".".join(str(p) for p in error.path)
+    if error.validator == "required":
+        return f"missing required argument: {error.message}"
+    if error.validator == "additionalProperties" and not where:
+        return f"unexpected argument: {error.message}"
+    return f"{where}: {error.message}" if where else error.message

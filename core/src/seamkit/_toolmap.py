@@ -1,27 +1,37 @@
-"""Tool resolution: manifest entries and code tools become one `ToolMap`.
+"""`ToolMap`: the agent's tools by final name, immutable; `ToolSource`: what a
+tool kind returns when its tools may change between runs; and the assembly
+that turns found tools into a map, naming every clash.
 
-Resolution happens once, while an agent is built. Every tool kind's
-``resolve(config, agent)`` is awaited; tools of an entry with ``toolset`` are
-renamed ``sanitize_toolname(f"{toolset}_{tool}")``; other names are used as
-they are and must be valid. Every problem is collected and reported at once,
-naming the manifest entry. Afterwards tools are looked up by final name only.
+Tools of an entry with ``toolset`` are named
+``sanitize_toolname(f"{toolset}_{tool}")``; other names are used as they are
+and must be valid. Afterwards tools are looked up by final name only.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from ._errors import ManifestError, Problem, SeamkitError
-from ._names import check_toolname, sanitize_toolname
-from ._tool import Tool
+from ._errors import Problem, SeamkitError
+from ._tool import Tool, check_toolname, sanitize_toolname
 
-__all__ = ["ToolMap", "resolve_tools"]
+__all__ = ["Found", "ToolMap", "ToolSource", "assemble", "code_tools", "final_name"]
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """What a tool kind returns when its tools may change between runs (a
+    discovered service, an MCP server that sends ``tools/list_changed``).
+
+    The agent asks every source for its current tools at the start of each
+    run; a changed set is swapped in before that run starts, never during
+    one. A set whose names clash keeps the old map and records a diagnostic.
+    """
+
+    async def current(self) -> Sequence[Tool]:
+        """The tools as they are now."""
+        ...
 
 
 class ToolMap(Mapping[str, Tool]):
@@ -56,7 +66,7 @@ class ToolMap(Mapping[str, Tool]):
         if isinstance(tools, ToolMap):
             return tools
         problems: list[Problem] = []
-        tool_map = _assemble(_code_tools(tools, problems), problems)
+        tool_map = assemble(code_tools(tools, problems), problems)
         if problems:
             raise SeamkitError("; ".join(p.message for p in problems), hint=problems[0].hint)
         return tool_map
@@ -112,70 +122,18 @@ class ToolMap(Mapping[str, Tool]):
         return f"ToolMap({', '.join(self._tools)})"
 
 
-@dataclass(frozen=True, slots=True)
-class BuildInfo:
-    """What a tool kind's ``resolve`` receives as ``agent`` when tools are
-    resolved without an agent (``seamkit validate``, :func:`resolve_tools`)."""
-
-    name: str
-    config: Any
-    base_dir: Path | None
-    exit_stack: AsyncExitStack
-
-
-async def resolve_tools(
-    app: Any = None,
-    *,
-    tools: Iterable[Tool | Callable[..., Any]] = (),
-    agent: Any = None,
-    registry: Any = None,
-) -> ToolMap:
-    """Resolve the manifest's ``tools`` entries and the ``tools`` passed in
-    code into one `ToolMap`.
-
-    ``app`` is an :class:`seamkit.AppConfig` (or ``None``). ``agent`` is what
-    each tool kind's ``resolve`` receives; without one, an object with
-    ``name``, ``config``, ``base_dir`` and an ``exit_stack`` that is closed
-    before this returns (use :meth:`seamkit.Agent.load` to keep what tool
-    kinds open). Raises :class:`seamkit.ManifestError`
-    with one problem per failure: a kind that fails to resolve (a function
-    reference that does not exist, say), a tool name that is not valid, two
-    tools with one final name.
-    """
-    from ._loader import get_registry
-
-    registry = registry if registry is not None else get_registry()
-    entries = list(getattr(app, "tools", None) or [])
-    if agent is None:
-        source = getattr(app, "source", None)
-        async with AsyncExitStack() as stack:
-            info = BuildInfo(
-                name=getattr(app, "name", "agent"),
-                config=app,
-                base_dir=Path(source).resolve().parent if source else None,
-                exit_stack=stack,
-            )
-            return await resolve_tools(app, tools=tools, agent=info, registry=registry)
-    problems: list[Problem] = []
-    found: Found = []
-    for index, entry in enumerate(entries):
-        where: tuple[str | int, ...] = ("tools", index)
-        for tool_obj in await _resolve_entry(registry, entry, agent, where, problems):
-            toolset = getattr(entry, "toolset", None)
-            final = sanitize_toolname(f"{toolset}_{tool_obj.name}") if toolset else tool_obj.name
-            found.append((final, tool_obj, where, toolset))
-    found.extend(_code_tools(tools, problems))
-    tool_map = _assemble(found, problems)
-    if problems:
-        raise ManifestError(locate_problems(problems, app), source=getattr(app, "source", None))
-    return tool_map
-
-
 Found = list[tuple[str, Tool, tuple[str | int, ...], str | None]]
 """(final name, tool, manifest location or () for code, toolset)"""
 
 
-def _code_tools(tools: Iterable[Any], problems: list[Problem]) -> Found:
+def final_name(tool: Tool, toolset: str | None) -> str:
+    """The name the model sees: ``sanitize_toolname(f"{toolset}_{name}")``
+    in a toolset, else the tool's own name."""
+    return sanitize_toolname(f"{toolset}_{tool.name}") if toolset else tool.name
+
+
+def code_tools(tools: Iterable[Any], problems: list[Problem]) -> Found:
+    """Tools passed in code (functions are made tools); problems appended."""
     found: Found = []
     for obj in tools:
         try:
@@ -187,7 +145,7 @@ def _code_tools(tools: Iterable[Any], problems: list[Problem]) -> Found:
     return found
 
 
-def _assemble(found: Found, problems: list[Problem]) -> ToolMap:
+def assemble(found: Found, problems: list[Problem]) -> ToolMap:
     """Check names and build the map; problems are appended to ``problems``."""
     by_name: dict[str, Tool] = {}
     origins: dict[str, tuple[str | int, ...]] = {}
@@ -225,64 +183,5 @@ def _assemble(found: Found, problems: list[Problem]) -> ToolMap:
     )
 
 
-async def _resolve_entry(
-    registry: Any,
-    entry: Any,
-    agent: Any,
-    where: tuple[str | int, ...],
-    problems: list[Problem],
-) -> list[Tool]:
-    kind = registry.kind("tool", entry.kind)
-    if kind is None or kind.factory is None:
-        problems.append(Problem((*where, "kind"), f"no tool kind {entry.kind!r} is installed"))
-        return []
-    try:
-        produced = kind.factory(entry, agent)
-        if inspect.isawaitable(produced):
-            produced = await produced
-    except SeamkitError as exc:
-        problems.append(Problem(where, exc.message, exc.hint))
-        return []
-    except Exception as exc:
-        info = registry.plugins.get(kind.plugin)
-        owner = (info.distribution if info is not None else None) or f"plugin {kind.plugin!r}"
-        problems.append(
-            Problem(
-                where,
-                f"tool kind {entry.kind!r} failed to resolve this entry: "
-                f"{type(exc).__name__}: {exc}",
-                hint=f"this is a bug in {owner}, or the entry's settings are wrong",
-            )
-        )
-        return []
-    out: list[Tool] = []
-    for item in produced or ():
-        try:
-            out.append(Tool.from_function(item))
-        except (SeamkitError, TypeError) as exc:
-            problems.append(Problem(where, f"tool kind {entry.kind!r} gave a bad tool: {exc}"))
-    return out
-
-
 def _label(where: tuple[str | int, ...]) -> str:
     return f"tools[{where[1]}]" if where else "the tools passed in code"
-
-
-def locate_problems(problems: list[Problem], app: Any) -> list[Problem]:
-    """``problems`` with line and column filled in from the manifest file."""
-    source = getattr(app, "source", None)
-    if not source:
-        return problems
-    from ._positions import locate
-
-    try:
-        text = Path(source).read_text(encoding="utf-8")
-    except OSError:
-        return problems
-    out = []
-    for p in problems:
-        if p.location:
-            line, column = locate(text, p.location)
-            p = Problem(p.location, p.message, p.hint, line, column)
-        out.append(p)
-    return out

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
-    from ._messages import Message
     from ._patch import RequestPatch
+    from ._types import Message
 
 __all__ = [
     "Continue",
+    "Dispatched",
     "Fail",
     "Flow",
     "PatchRequest",
@@ -114,3 +115,12 @@ Flow: TypeAlias = (
     | Repair
     | Fail
 )
+
+
+class Dispatched(NamedTuple):
+    """What one event's hooks decided together (`HookStack.dispatch`,
+    `seamkit.testing.run_event`): the net ``flow`` and the ``hook`` that
+    ended the dispatch (``None`` when no single hook did)."""
+
+    flow: Any
+    hook: str | None = None

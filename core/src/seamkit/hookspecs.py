@@ -2,7 +2,8 @@
 
 One hookspec per :class:`seamkit.HookEvent` (named as the event's value, with
 exactly the design's argument names; an impl may take fewer), plus the
-registration hookspecs through which plugins add kinds and commands.
+registration hookspecs through which plugins add kinds, providers, manifest
+sections, session stores and commands, and the run observer ``on_run_event``.
 A seam hookimpl may be a plain function or ``async def``; returning ``None``
 means Continue.
 """
@@ -12,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ._markers import hookspec
+from ._events import hookspec
 
 if TYPE_CHECKING:
     import click
 
     from ._context import HookContext
-    from ._messages import Message
-    from ._results import ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
+    from ._types import Message, ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
+    from .stream import ObservedEvent
 
 __all__ = [
     "on_completion",
@@ -30,10 +31,13 @@ __all__ = [
     "on_pre_llm",
     "on_pre_tool_use",
     "on_request_start",
+    "on_run_event",
     "register_commands",
     "register_hook_kinds",
+    "register_manifest_sections",
     "register_models",
     "register_refresh_conditions",
+    "register_session_stores",
     "register_tool_kinds",
 ]
 
@@ -84,6 +88,18 @@ def on_completion(ctx: HookContext, result: RunResult) -> Any:
     """Once at the end, whatever the outcome. All run: Continue only."""
 
 
+# --- observing --------------------------------------------------------------
+
+
+@hookspec
+def on_run_event(ctx: HookContext, event: ObservedEvent) -> None:
+    """Every event of a run, in ``run`` and ``stream`` alike (`seamkit.stream`):
+    what the stream yields plus `RunStarted`, `ModelCallStarted`/`Ended` and
+    `ToolExecutionEnd`. Called inline on the event loop: keep it quick and
+    never block; it cannot change the run, and an exception it raises is
+    logged and ignored. Must be a plain function (not ``async def``)."""
+
+
 # --- registration ----------------------------------------------------------
 
 
@@ -104,7 +120,19 @@ def register_tool_kinds(register: Callable[..., None]) -> None:
 
 @hookspec
 def register_models(register: Callable[..., None]) -> None:
-    """Add model providers: ``register(prefix, factory)`` per provider."""
+    """Add model providers: ``register(prefix, factory, config=ConfigModel)``
+    per provider; ``factory(config, build)`` returns the `Model`."""
+
+
+@hookspec
+def register_manifest_sections(register: Callable[..., None]) -> None:
+    """Add top-level manifest sections: ``register(key, config_model)`` each."""
+
+
+@hookspec
+def register_session_stores(register: Callable[..., None]) -> None:
+    """Add session-store URL schemes: ``register(scheme, factory)``, where
+    ``factory(url)`` returns a `seamkit.SessionStore`."""
 
 
 @hookspec

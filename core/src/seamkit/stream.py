@@ -5,30 +5,43 @@
   (whether or not it runs);
 - `TurnFinished`: a model turn was accepted (after its `ToolCallEmitted`);
 - `HookFired`: the hooks of one event ran (only events that have hooks);
-- `ToolExecutionStart`: a tool body ran, with the effective (possibly
-  rewritten) call; never for a skipped or invalid call;
+- `ToolExecutionStart`: a tool body starts, with the effective (possibly
+  rewritten) call, emitted live; never for a skipped or invalid call;
+- `ToolOutputDelta`: a chunk a streaming tool produced, live;
 - `ToolCompleted`: a call's result, as committed to the transcript;
 - `RunFinished`: the run's `RunResult`, always last.
 
-Execution starts and results of one turn are surfaced together, in call
-order, once the whole batch has settled; a batch that ends the run surfaces
-none of them.
+Results of one turn are committed together, in call order, once the whole
+batch has settled (a batch that ends the run commits none of them), so
+`ToolCompleted` events come after every `ToolExecutionStart` of their turn.
+
+A run observer (the ``on_run_event`` hookspec) receives these and the
+`ObservedEvent` kinds too: `RunStarted`, `ModelCallStarted` (the patched
+request) and `ModelCallEnded`, and `ToolExecutionEnd`; every start has its
+end, on an error or a cancellation too.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._results import ModelTurn, RunResult, ToolCall, ToolResult
+from ._types import ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
 
 __all__ = [
+    "STREAMED",
     "Event",
     "HookFired",
+    "ModelCallEnded",
+    "ModelCallStarted",
+    "ObservedEvent",
     "RunFinished",
+    "RunStarted",
     "TextDelta",
     "ToolCallEmitted",
     "ToolCompleted",
+    "ToolExecutionEnd",
     "ToolExecutionStart",
+    "ToolOutputDelta",
     "TurnFinished",
 ]
 
@@ -60,20 +73,31 @@ class TurnFinished:
 @dataclass(frozen=True, slots=True)
 class HookFired:
     """The hooks at ``event`` ran; ``flow`` is what they decided (``Continue``
-    when nothing changed) and ``hook`` the one that decided it, if one did."""
+    when nothing changed) and ``hook`` the one that decided it, if one did;
+    ``duration`` is the seconds the event's hooks took together."""
 
     event: str
     hooks: tuple[str, ...]
     flow: str
     hook: str | None
     turn: int
+    duration: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionStart:
-    """A tool body ran for ``call`` (the effective call, after hooks)."""
+    """A tool body starts for ``call`` (the effective call, after hooks)."""
 
     call: ToolCall
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutputDelta:
+    """A chunk of text the tool answering ``call_id`` streamed, as it came."""
+
+    call_id: str
+    text: str
     turn: int
 
 
@@ -93,13 +117,72 @@ class RunFinished:
     result: RunResult
 
 
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    """A run starts (observers only): its id, the agent, and the session."""
+
+    run_id: str
+    agent_name: str
+    session: str | None
+    streaming: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallStarted:
+    """The model is asked ``request``, after every patch (observers only)."""
+
+    request: ModelRequest
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallEnded:
+    """The model call of ``turn`` ended with ``model_turn``, or with ``error``
+    (its text, secrets masked); ``duration`` in seconds (observers only)."""
+
+    turn: int
+    model_turn: ModelTurn | None
+    error: str | None
+    duration: float
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExecutionEnd:
+    """The tool body for ``call`` ended with ``result`` (``result.raised``
+    for an exception or time-out; ``None`` when it was cancelled), after
+    ``duration`` seconds (observers only)."""
+
+    call: ToolCall
+    result: ToolResult | None
+    turn: int
+    duration: float
+
+
 Event = (
     TextDelta
     | ToolCallEmitted
     | TurnFinished
     | HookFired
     | ToolExecutionStart
+    | ToolOutputDelta
     | ToolCompleted
     | RunFinished
 )
 """Any event of `Agent.stream`."""
+
+ObservedEvent = Event | RunStarted | ModelCallStarted | ModelCallEnded | ToolExecutionEnd
+"""Any event a run observer (``on_run_event``) receives."""
+
+STREAMED: frozenset[type] = frozenset(
+    (
+        TextDelta,
+        ToolCallEmitted,
+        TurnFinished,
+        HookFired,
+        ToolExecutionStart,
+        ToolOutputDelta,
+        ToolCompleted,
+        RunFinished,
+    )
+)
+"""The event types `Agent.stream` yields (observers receive every type)."""

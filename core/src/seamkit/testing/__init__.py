@@ -20,7 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._scripted import ScriptedModel, ScriptError
+    from .._errors import ScriptError
+    from .._scripted import ScriptedModel
     from ._agents import Recorder, StreamedRun, build_agent, stream_run
     from ._checks import check_hook_composes, check_patch_laws
     from ._harness import Opaque, arun_event, make_context, run_event, scripted_hook
@@ -44,7 +45,7 @@ __all__ = [
 
 _LAZY = {
     "ScriptedModel": ".._scripted",
-    "ScriptError": ".._scripted",
+    "ScriptError": ".._errors",
     "Recorder": "._agents",
     "StreamedRun": "._agents",
     "build_agent": "._agents",

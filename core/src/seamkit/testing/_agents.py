@@ -8,10 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._agent import Agent
-from .._events import HookEvent
-from .._markers import hookimpl
-from .._results import RunResult
+from .._errors import PluginError
+from .._events import HookEvent, hookimpl
 from .._scripted import ScriptedModel
+from .._types import RunResult
+from ..plugins import PluginInfo, add_plugin, load_plugins
 
 __all__ = ["Recorder", "StreamedRun", "build_agent", "stream_run"]
 
@@ -97,16 +98,11 @@ async def build_agent(
     ``model`` may be left out of the manifest then. ``options`` go to
     :meth:`seamkit.Agent.load` (``clock``, say).
     """
-    from .._loader import add_plugin, load_plugins
-    from .._registry import PluginInfo
-
     registry = load_plugins(entry_points=[])
     for index, plugin in enumerate(plugins):
         name = getattr(plugin, "__name__", None) or f"{type(plugin).__name__}-{index}"
         add_plugin(registry, plugin, PluginInfo(name=name, module=name))
         if registry.plugins[name].error:
-            from .._errors import PluginError
-
             raise PluginError(f"plugin {name!r}: {registry.plugins[name].error}", plugin=name)
     data = dict(manifest)
     model: Any = None

@@ -9,9 +9,16 @@ from hypothesis import strategies as st
 
 from .. import flow as F
 from .._events import EVENTS, HookEvent
-from .._messages import Document, Message, MessageToolCall
 from .._patch import RequestPatch
-from .._results import ModelRequest, ToolCall, ToolResult, ToolSpec
+from .._types import (
+    Document,
+    Message,
+    MessageToolCall,
+    ModelRequest,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
 
 __all__ = [
     "documents",
@@ -162,7 +169,7 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
 
 def event_arguments(event: HookEvent | str) -> st.SearchStrategy[tuple[Any, ...]]:
     """Arguments (after ``ctx``) for a dispatch of ``event``."""
-    from .._results import ModelTurn, RunResult
+    from .._types import ModelTurn, RunResult
 
     e = HookEvent(event)
     if e in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 import seamkit
 from pydantic import Field, model_validator
 from seamkit.flow import RewriteMessages
+from seamkit.plugins import BuildContext
 
 __all__ = ["ToolCallHook", "ToolCallHookConfig"]
 __seamkit_api__ = 1
@@ -46,7 +47,7 @@ class ToolCallHookConfig(seamkit.HookConfig):
         "{{ output }} (on_completion only), {{ run_id }} and {{ context.NAME }}, rendered "
         "at call time.",
     )
-    frequency: seamkit.Frequency | None = Field(
+    frequency: seamkit.injection.Frequency | None = Field(
         default=None,
         description="on_request_start only: always, append_if_changed (default) or once.",
     )
@@ -100,10 +101,10 @@ class ToolCallHook:
     """The hook a ``tool_call`` entry builds: the tool is looked up once, when
     the agent is built."""
 
-    def __init__(self, config: ToolCallHookConfig, agent: Any) -> None:
+    def __init__(self, config: ToolCallHookConfig, build: BuildContext) -> None:
         self.config = config
         final = config.final_name
-        tool = agent.tools.get(final)
+        tool = build.tools.get(final)
         if tool is None:
             label = config.name or "tool_call"
             how = (
@@ -113,12 +114,13 @@ class ToolCallHook:
             )
             raise seamkit.SeamkitError(
                 f"hook {label!r}: no tool named {final!r} ({how})",
-                hint=f"the agent's tools: {', '.join(agent.tools) or 'none'}",
+                hint=f"the agent's tools: {', '.join(build.tools) or 'none'}",
             )
         self.tool: seamkit.Tool = tool
         self.final_name = final
-        self.frequency: seamkit.Frequency = config.frequency or "append_if_changed"
+        self.frequency: seamkit.injection.Frequency = config.frequency or "append_if_changed"
 
+    @seamkit.hookimpl
     async def on_request_start(
         self, ctx: seamkit.HookContext, messages: Sequence[seamkit.Message]
     ) -> RewriteMessages | None:
@@ -126,18 +128,18 @@ class ToolCallHook:
         config = self.config
         condition = config.refresh_condition
         now = ctx.now()
-        if self.frequency == "once" and seamkit.injected_results(
+        if self.frequency == "once" and seamkit.injection.injected_results(
             messages, self.final_name, config.arguments
         ):
             return None  # already injected: no need to call the tool
         if condition is not None:
-            newest = seamkit.freshest_expiry(messages, self.final_name, config.arguments)
+            newest = seamkit.injection.freshest_expiry(messages, self.final_name, config.arguments)
             if newest is not None and newest > now.timestamp():
                 return None
         values = {"user_message": _last_user(messages), "run_id": ctx.run_id}
         result = await self._call(ctx, values)
         expiry = condition.expiry(now) if condition is not None else None
-        injected = seamkit.inject_tool_result(
+        injected = seamkit.injection.inject_tool_result(
             messages,
             name=self.final_name,
             arguments=config.arguments,
@@ -148,6 +150,7 @@ class ToolCallHook:
         )
         return RewriteMessages(injected)
 
+    @seamkit.hookimpl
     async def on_completion(self, ctx: seamkit.HookContext, result: seamkit.RunResult) -> None:
         """Call the tool with the run's output in reach; inject nothing."""
         values = {

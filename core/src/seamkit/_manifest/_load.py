@@ -8,95 +8,43 @@ import json
 from collections.abc import Mapping
 from os import PathLike, fspath
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from ._errors import ManifestError, Problem
+from .._errors import ManifestError, Problem
+from .._loader import get_registry
+from .._registry import CATEGORY_LABEL, PluginInfo, Registry
+from .._secret import Secret
+from ._build import app_model
 from ._interpolate import interpolate
-from ._secret import Secret
+from ._read import locate_problems, read_document
 
-if TYPE_CHECKING:
-    from ._app import AppConfig
-    from ._registry import Registry
+__all__ = ["load_manifest"]
 
-__all__ = ["load_manifest", "read_document"]
-
-_OWN_MESSAGES = frozenset(
-    {
-        "value_error",
-        "unsupported_event",
-        "preview_event",
-        "model_format",
-        "fail_on_completion",
-        "match_not_allowed",
-    }
-)
+M = TypeVar("M", bound=BaseModel)
 _CATEGORY_BY_LIST = {"hooks": "hook", "tools": "tool", "refresh_condition": "refresh"}
 
 
-def read_document(path: str | PathLike[str]) -> tuple[Any, str]:
-    """Parse a YAML or JSON file; returns ``(data, text)``. Raises `ManifestError`."""
-    import yaml
-
-    source = fspath(path)
-    try:
-        text = Path(source).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(
-            [Problem((), f"no such file: {source}", hint="check the path to the app manifest")]
-        ) from None
-    except OSError as exc:
-        raise ManifestError([Problem((), f"cannot read {source}: {exc.strerror}")]) from None
-    try:
-        if source.endswith(".json"):
-            data = json.loads(text)
-        else:
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except json.JSONDecodeError as exc:
-        raise ManifestError(
-            [Problem((), f"invalid JSON: {exc.msg}", line=exc.lineno, column=exc.colno)],
-            source=source,
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        what = getattr(exc, "problem", None) or str(exc)
-        raise ManifestError(
-            [
-                Problem(
-                    (),
-                    f"invalid YAML: {what}",
-                    line=mark.line + 1 if mark else None,
-                    column=mark.column + 1 if mark else None,
-                )
-            ],
-            source=source,
-        ) from None
-    return data, text
-
-
 def load_manifest(
-    source: str | PathLike[str] | Mapping[str, Any] | BaseModel,
+    source: str | PathLike[str] | Mapping[str, Any],
     *,
+    base: type[M],
     registry: Registry | None = None,
     environ: Mapping[str, str] | None = None,
-) -> AppConfig:
-    """Read, interpolate and validate a manifest against the installed kinds.
+) -> M:
+    """Read, interpolate and validate a manifest against the installed kinds,
+    with the model :func:`app_model` derives from ``base``.
 
     Raises :class:`ManifestError` with every problem found.
     """
-    from ._app import AppConfig
-    from ._loader import get_registry
-
     reg = registry if registry is not None else get_registry()
-    if isinstance(source, AppConfig):
-        return source
     text: str | None = None
     name: str | None = None
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
-        name = fspath(source)  # type: ignore[arg-type]
+        name = fspath(source)
         data, text = read_document(name)
     if not isinstance(data, dict):
         raise ManifestError(
@@ -110,47 +58,35 @@ def load_manifest(
             source=name,
         )
     data, problems = interpolate(data, environ)
-    model = reg.app_model()
-    config: AppConfig | None = None
+    model = app_model(reg, base)
+    config: M | None = None
     try:
         config = model.model_validate(data)
     except ValidationError as exc:
         # A value emptied by a missing variable is already reported once.
         reported = {p.location for p in problems}
-        problems.extend(p for p in translate_errors(exc, data, reg) if p.location not in reported)
+        problems.extend(
+            p for p in translate_errors(exc, data, reg, model) if p.location not in reported
+        )
     if problems:
-        raise ManifestError(_with_positions(problems, text), source=name)
+        raise ManifestError(locate_problems(problems, text), source=name)
     assert config is not None
     if name is not None:
-        config._source = str(Path(name).resolve())
+        config._source = str(Path(name).resolve())  # type: ignore[attr-defined]
     return config
-
-
-def _with_positions(problems: list[Problem], text: str | None) -> list[Problem]:
-    if text is None:
-        return problems
-    from ._positions import locate
-
-    out = []
-    for p in problems:
-        line, col = (
-            (p.line, p.column)
-            if p.line is not None
-            else locate(text, p.location, key=p.message.startswith("unknown field"))
-        )
-        out.append(Problem(p.location, p.message, p.hint, line, col))
-    return out
 
 
 # --- turning pydantic errors into problems ------------------------------
 
 
-def translate_errors(exc: ValidationError, data: Any, registry: Registry) -> list[Problem]:
+def translate_errors(
+    exc: ValidationError, data: Any, registry: Registry, model: type[BaseModel]
+) -> list[Problem]:
     """One `Problem` per pydantic error, in words a manifest author reads."""
     seen: set[tuple[tuple[str | int, ...], str]] = set()
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
-        problem = _translate(err, data, registry)
+        problem = _translate(err, data, registry, model)
         key = (problem.location, problem.message)
         if key not in seen:
             seen.add(key)
@@ -163,7 +99,11 @@ def _clean_location(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
     out: list[str | int] = []
     node = data
     for part in loc:
-        if isinstance(node, dict) and part not in node and node.get("kind") == part:
+        if (
+            isinstance(node, dict)
+            and part not in node
+            and part in (node.get("kind"), node.get("provider"))
+        ):
             continue
         if isinstance(part, str) and part.startswith("function-"):
             continue
@@ -186,7 +126,7 @@ def _describe_input(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _translate(err: Any, data: Any, registry: Registry) -> Problem:
+def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) -> Problem:
     loc = _clean_location(tuple(err["loc"]), data)
     kind = err["type"]
     ctx = err.get("ctx") or {}
@@ -202,7 +142,7 @@ def _translate(err: Any, data: Any, registry: Registry) -> Problem:
         )
     if kind == "extra_forbidden":
         field = str(loc[-1]) if loc else "?"
-        allowed = _allowed_fields(loc[:-1], data, registry)
+        allowed = _allowed_fields(loc[:-1], data, registry, model)
         close = difflib.get_close_matches(field, allowed, n=1)
         suggestion = f"did you mean '{close[0]}'? " if close else ""
         if allowed:
@@ -230,8 +170,6 @@ def _translate(err: Any, data: Any, registry: Registry) -> Problem:
 def _unknown_kind(
     loc: tuple[str | int, ...], category: Any, tag: Any, registry: Registry
 ) -> Problem:
-    from ._registry import CATEGORY_LABEL
-
     label = CATEGORY_LABEL[category]
     installed = (
         sorted(registry.kinds_of(category))
@@ -277,7 +215,7 @@ def _norm(text: str) -> str:
     return text.lower().replace("-", "_").replace(".", "_")
 
 
-def _failed_owner(tag: str, failed: list[Any]) -> Any:
+def _failed_owner(tag: str, failed: list[PluginInfo]) -> PluginInfo | None:
     for plugin in failed:
         names = {_norm(plugin.name)}
         if plugin.distribution:
@@ -288,27 +226,38 @@ def _failed_owner(tag: str, failed: list[Any]) -> Any:
     return None
 
 
-def _allowed_fields(loc: tuple[str | int, ...], data: Any, registry: Registry) -> list[str]:
+def _allowed_fields(
+    loc: tuple[str | int, ...], data: Any, registry: Registry, app: type[BaseModel]
+) -> list[str]:
     """The field names of the model that validates the mapping at ``loc``."""
-    from ._app import AppConfig, Settings
-
-    model: type[BaseModel] | None = AppConfig
+    model: type[BaseModel] | None = app
     node = data
     previous: str | int | None = None
     for part in loc:
         node = _child(node, part)
-        if part == "settings":
-            model = Settings
-        elif isinstance(part, int) or part == "refresh_condition":
-            category = _CATEGORY_BY_LIST.get(str(part if part == "refresh_condition" else previous))
-            info = None
-            if category is not None and isinstance(node, dict):
-                info = registry.kind(category, str(node.get("kind")))  # type: ignore[arg-type]
+        category = _CATEGORY_BY_LIST.get(str(part if part == "refresh_condition" else previous))
+        kind = node.get("kind") if isinstance(node, dict) else None
+        if category is not None and (isinstance(part, int) or part == "refresh_condition"):
+            info = registry.kind(category, str(kind)) if kind is not None else None  # type: ignore[arg-type]
             model = info.model if info else None
-        elif part not in {"hooks", "tools"}:
+        elif part == "model" and previous is None:
+            provider = node.get("provider") if isinstance(node, dict) else None
+            found = registry.models.get(str(provider))
+            model = found.config if found else None
+        elif isinstance(part, str) and model is not None and part in model.model_fields:
+            model = _model_of(model.model_fields[part].annotation)
+        else:
             model = None
         previous = part
     return sorted(model.model_fields) if model is not None else []
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model a field holds (``X`` or ``X | None``), if any."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def _child(node: Any, part: str | int) -> Any:

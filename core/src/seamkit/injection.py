@@ -1,5 +1,6 @@
-"""Synthetic tool-call injection: put a tool call and its result into the
-messages as if the model had asked for it, so any hook kind can add context.
+"""Synthetic tool-call injection (public for hook-kind authors): put a tool
+call and its result into the messages as if the model had asked for it, so
+any hook kind can add context.
 
 A pair is an assistant message with empty content and one tool call, followed
 by the tool message answering it. Its id follows one grammar, at most 40
@@ -15,6 +16,7 @@ as their ``${secret:...}`` text); ``expiry`` is Unix seconds in hex. The first
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -26,10 +28,12 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any, Literal
 
-from ._messages import Message, MessageToolCall
-from ._secret import MASK, Secret
+from ._secret import as_json
+from ._types import Message, MessageToolCall
 
 __all__ = [
+    "MAX_ID",
+    "PREFIX",
     "Frequency",
     "SyntheticId",
     "freshest_expiry",
@@ -54,15 +58,9 @@ def _h6(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
 
 
-def _identity_text(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return value.source or MASK
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
 def arguments_text(arguments: Mapping[str, Any]) -> str:
     """``json.dumps(arguments, sort_keys=True)``, secrets as their manifest text."""
-    return json.dumps(arguments, sort_keys=True, default=_identity_text)
+    return json.dumps(arguments, sort_keys=True, default=functools.partial(as_json, source=True))
 
 
 def _expiry_seconds(expiry: datetime | int | None) -> int | None:
@@ -245,7 +243,9 @@ def inject_tool_result(
     """
     key_content = _random.token_hex(16) if frequency == "always" else content
     new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
-    shown = json.dumps(shown_arguments if shown_arguments is not None else arguments, default=_mask)
+    shown = json.dumps(
+        shown_arguments if shown_arguments is not None else arguments, default=as_json
+    )
     pair = [
         Message.assistant("", [MessageToolCall.make(new_id, name, shown)]),
         Message.tool(new_id, content),
@@ -273,9 +273,3 @@ def _after_first_user(messages: list[Message], pair: list[Message]) -> list[Mess
         if message.role == "user":
             return [*messages[: i + 1], *pair, *messages[i + 1 :]]
     return [*messages, *pair]
-
-
-def _mask(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return MASK
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")

@@ -9,8 +9,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._errors import Problem
-from ._secret import Secret
+from .._errors import Problem
+from .._secret import Secret
 
 __all__ = ["interpolate"]
 

@@ -1,0 +1,119 @@
+"""`AppConfig`: the app manifest; its run settings, the kernel's `sessions`
+section, and the model given as a string or a provider's config mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from os import PathLike
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from .._config import HookConfig, ModelSpec, ToolConfig
+from .._registry import Registry
+from ._build import app_model
+from ._load import load_manifest
+
+__all__ = ["AppConfig", "Placement", "SessionsConfig", "Settings"]
+
+Placement = Literal["history", "stable"]
+
+
+class Settings(BaseModel):
+    """Limits and knobs of a run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = Field(default=10, gt=0, description="Model turns before the run stops.")
+    tool_concurrency: int = Field(
+        default=1, gt=0, description="Tool calls of one turn that may run at once."
+    )
+    max_invalid_tool_calls: int = Field(
+        default=3, ge=0, description="Invalid tool calls the model may retry per run."
+    )
+    run_timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Wall-clock limit of one run; none by default."
+    )
+    session_wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long a run waits for another run on the same session before it "
+        "fails with 'session busy'.",
+    )
+
+
+class SessionsConfig(BaseModel):
+    """The kernel's ``sessions:`` section: where conversations are kept."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    store: str | None = Field(
+        default=None,
+        description="A path or URL: 'sqlite:///path/sessions.sqlite', a plain path, or a "
+        "scheme a plugin registers (e.g. 'postgresql://...'). Default: sessions.sqlite "
+        "in the user's data directory.",
+    )
+
+
+class AppConfig(BaseModel):
+    """An app manifest: the model, the tools, the hooks, the settings, and the
+    sections plugins own.
+
+    ``tools`` and ``hooks`` are discriminated unions on ``kind`` over the
+    installed plugins, ``model`` a string ``"<provider>:<name>"`` or a
+    provider's config mapping; :meth:`load` validates against them.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(description="The app's name (also the agent's name).")
+    model: ModelSpec = Field(
+        description="'<provider>:<name>' (e.g. 'scripted:script.yaml'), or a mapping "
+        "{provider, name, ...} with the provider's options."
+    )
+    preamble: str | None = Field(default=None, description="The system prompt.")
+    tools: list[ToolConfig] = Field(default_factory=list, description="Tool entries.")
+    hooks: list[HookConfig] = Field(default_factory=list, description="Configured hooks.")
+    settings: Settings = Field(default_factory=Settings)
+    sessions: SessionsConfig = Field(
+        default_factory=SessionsConfig, description="Where sessions are kept."
+    )
+
+    _source: str | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> str | None:
+        """The file this manifest was read from (relative paths resolve against it)."""
+        return self._source
+
+    def section(self, key: str) -> BaseModel | None:
+        """The validated section ``key`` that a plugin registered (``serve``,
+        ``telemetry``...), or ``None`` when the manifest leaves it out."""
+        if key not in type(self).model_fields:
+            return None
+        value = getattr(self, key)
+        return value if isinstance(value, BaseModel) else None
+
+    @classmethod
+    def load(
+        cls,
+        source: str | PathLike[str] | Mapping[str, Any] | AppConfig,
+        *,
+        registry: Registry | None = None,
+    ) -> AppConfig:
+        """Read and validate a manifest from a YAML/JSON file path or a dict.
+
+        Raises :class:`seamkit.ManifestError` listing every problem found.
+        """
+        if isinstance(source, AppConfig):
+            return source
+        config = load_manifest(source, base=cls, registry=registry)
+        assert isinstance(config, AppConfig)
+        return config
+
+    @classmethod
+    def model_for(cls, registry: Registry, *, preview: bool | None = None) -> type[AppConfig]:
+        """The concrete manifest model for the kinds installed in ``registry``."""
+        built = app_model(registry, cls, preview=preview)
+        assert issubclass(built, AppConfig)
+        return built

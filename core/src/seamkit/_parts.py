@@ -1,0 +1,220 @@
+"""Building an agent's parts, once: the model from its spec, the tools from the
+manifest's entries and from code, the hooks from the manifest's entries.
+
+Every factory receives the same typed `BuildContext`. Every problem is
+collected and reported at once, naming its manifest entry (with line and
+column when the manifest came from a file); nothing is half-built.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ._config import ModelConfig, split_model_spec
+from ._dispatch import ConfiguredHook
+from ._errors import ManifestError, ModelError, Problem, SeamkitError
+from ._manifest import AppConfig, locate_problems
+from ._registry import BuildContext, Registry
+from ._tool import Tool
+from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
+from ._types import Model
+
+__all__ = ["Parts", "ToolEntry", "build_model", "build_parts", "current_tools"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEntry:
+    """One manifest tool entry, resolved: its tools, or the source that gives
+    them run by run."""
+
+    where: tuple[str | int, ...]
+    toolset: str | None
+    tools: tuple[Tool, ...]
+    source: ToolSource | None = None
+
+    def found(self) -> Found:
+        """``(final name, tool, location, toolset)`` of each tool."""
+        return [(final_name(t, self.toolset), t, self.where, self.toolset) for t in self.tools]
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """What :func:`build_parts` made from a manifest and the code's additions."""
+
+    model: Model
+    tools: ToolMap
+    entries: tuple[ToolEntry, ...]
+    code_tools: tuple[Tool, ...]
+    hooks: tuple[object, ...]
+
+
+def build_model(spec: Model | str | ModelConfig, build: BuildContext) -> Model:
+    """A `Model` as it is, or the one ``"<provider>:<name>"`` (or a provider's
+    config) names, made by the provider's factory. Raises `ModelError`."""
+    if isinstance(spec, Model):
+        return spec
+    registry = build.registry
+    providers = ", ".join(sorted(registry.models)) or "none"
+    config = spec
+    if isinstance(spec, str):
+        split = split_model_spec(spec)
+        if not isinstance(split, dict):
+            raise ModelError(
+                f"model {spec!r} names no provider",
+                hint=f"write '<provider>:<name>'; installed providers: {providers}",
+            )
+        info = registry.model_provider(split["provider"])
+        if info is None:
+            raise ModelError(
+                f"no model provider {split['provider']!r} is installed (model {spec!r})",
+                provider=split["provider"],
+                hint=f"installed providers: {providers}",
+            )
+        config = info.config.model_validate(split)
+    if not isinstance(config, ModelConfig):
+        raise ModelError(
+            f"{type(spec).__name__} is not a model",
+            hint="a model has async complete(request) and stream(request)",
+        )
+    info = registry.model_provider(config.provider)
+    if info is None:
+        raise ModelError(
+            f"no model provider {config.provider!r} is installed",
+            provider=config.provider,
+            hint=f"installed providers: {providers}",
+        )
+    model = info.factory(config, build)
+    if not isinstance(model, Model):
+        raise ModelError(
+            f"model provider {config.provider!r} (plugin {info.plugin!r}) returned "
+            f"{type(model).__name__}, which is not a model",
+            provider=config.provider,
+        )
+    return model
+
+
+async def _resolve_entry(
+    registry: Registry, entry: object, build: BuildContext, where: tuple[str | int, ...]
+) -> ToolEntry | Problem:
+    kind_name = str(getattr(entry, "kind", "?"))
+    toolset = getattr(entry, "toolset", None)
+    kind = registry.kind("tool", kind_name)
+    if kind is None or kind.factory is None:
+        return Problem((*where, "kind"), f"no tool kind {kind_name!r} is installed")
+    try:
+        produced = kind.factory(entry, build)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        source = produced if isinstance(produced, ToolSource) else None
+        if source is not None:
+            produced = await source.current()
+        tools = tuple(Tool.from_function(item) for item in produced or ())
+    except SeamkitError as exc:
+        return Problem(where, exc.message, exc.hint)
+    except Exception as exc:
+        info = registry.plugins.get(kind.plugin)
+        owner = (info.distribution if info is not None else None) or f"plugin {kind.plugin!r}"
+        return Problem(
+            where,
+            f"tool kind {kind_name!r} failed to resolve this entry: {type(exc).__name__}: {exc}",
+            hint=f"this is a bug in {owner}, or the entry's settings are wrong",
+        )
+    return ToolEntry(where, toolset, tools, source)
+
+
+async def _configured_hooks(
+    app: AppConfig, build: BuildContext, problems: list[Problem]
+) -> list[ConfiguredHook]:
+    built: list[ConfiguredHook] = []
+    for index, config in enumerate(app.hooks):
+        kind = build.registry.kind("hook", config.kind)
+        name = config.name or f"{config.kind}@hooks[{index}]"
+        try:
+            if kind is None or kind.factory is None:
+                raise SeamkitError(f"no hook kind {config.kind!r} is installed")
+            hook = kind.factory(config, build)
+            if inspect.isawaitable(hook):
+                hook = await hook
+        except SeamkitError as exc:
+            problems.append(Problem(("hooks", index), exc.message, exc.hint))
+            continue
+        except Exception as exc:
+            problems.append(
+                Problem(
+                    ("hooks", index),
+                    f"hook kind {config.kind!r} could not build this hook: "
+                    f"{type(exc).__name__}: {exc}",
+                )
+            )
+            continue
+        built.append(ConfiguredHook(config, hook, name))
+    return built
+
+
+async def build_parts(
+    app: AppConfig,
+    build: BuildContext,
+    *,
+    model: Model | str | ModelConfig | None = None,
+    tools: Iterable[Tool | object] = (),
+    hooks: Sequence[object] = (),
+) -> Parts:
+    """The model, tools and hooks of ``app`` plus what the code adds
+    (``model`` replaces the manifest's). Raises `ManifestError` with every
+    problem, each naming its entry; hooks are built only on a whole tool map
+    (they look their tools up)."""
+    problems: list[Problem] = []
+    built_model: Model | None = None
+    try:
+        built_model = build_model(model if model is not None else app.model, build)
+    except SeamkitError as exc:
+        problems.append(Problem(("model",), exc.message, exc.hint))
+    entries: list[ToolEntry] = []
+    for index, entry in enumerate(app.tools):
+        resolved = await _resolve_entry(build.registry, entry, build, ("tools", index))
+        if isinstance(resolved, Problem):
+            problems.append(resolved)
+        else:
+            entries.append(resolved)
+    found: Found = [item for entry in entries for item in entry.found()]
+    extra = code_tools(tools, problems)
+    tool_map = assemble([*found, *extra], problems)
+    configured: list[ConfiguredHook] = []
+    if not problems:
+        configured = await _configured_hooks(app, build.with_tools(tool_map), problems)
+    if problems or built_model is None:
+        raise ManifestError(locate_problems(problems, None, source=app.source), source=app.source)
+    return Parts(
+        built_model,
+        tool_map,
+        tuple(entries),
+        tuple(tool for _, tool, _, _ in extra),
+        (*configured, *hooks),
+    )
+
+
+async def current_tools(
+    entries: Sequence[ToolEntry], code: Sequence[Tool]
+) -> tuple[tuple[ToolEntry, ...], ToolMap] | list[Problem]:
+    """Ask every `ToolSource` for its tools now: the new entries and map, or
+    the problems (a clash, a source that failed) when the set does not hold."""
+    problems: list[Problem] = []
+    refreshed: list[ToolEntry] = []
+    for entry in entries:
+        if entry.source is None:
+            refreshed.append(entry)
+            continue
+        try:
+            tools = tuple(Tool.from_function(t) for t in await entry.source.current())
+        except Exception as exc:
+            problems.append(
+                Problem(entry.where, f"its tool source failed: {type(exc).__name__}: {exc}")
+            )
+            continue
+        refreshed.append(ToolEntry(entry.where, entry.toolset, tools, entry.source))
+    found: Found = [item for entry in refreshed for item in entry.found()]
+    found.extend((t.name, t, (), None) for t in code)
+    tool_map = assemble(found, problems)
+    return problems if problems else (tuple(refreshed), tool_map)

@@ -1,0 +1,67 @@
+"""What plugin authors and tools around seamkit need: the registry of loaded
+plugins and their kinds, plugin loading, and the `BuildContext` every factory
+receives.
+
+- `BuildContext`: what hook factories, tool kinds' ``resolve``, model
+  factories receive (app name, resolved tools, base directory, clock, an exit
+  stack closed with the agent, the manifest's plugin-owned sections).
+- `Registry`, `PluginInfo`, `KindInfo`, `ModelProviderInfo`, `SectionInfo`,
+  `StoreSchemeInfo`: what discovery found; `Registrar` records one plugin's
+  ``register(...)`` calls, all or none.
+- `load_plugins`, `get_registry`, `reset_registry`, `add_plugin`: discovery,
+  the process-wide registry, and registering a plugin object in-process.
+- `ConfiguredHook`: a hook object built from a manifest entry, for
+  `seamkit.HookStack`.
+- `HookFactory`, `ToolResolver`, `ModelFactory`, `StoreFactory`: the types of
+  the factories each ``register`` takes.
+"""
+
+from __future__ import annotations
+
+from ._dispatch import ConfiguredHook
+from ._loader import (
+    API_VERSION,
+    add_plugin,
+    get_registry,
+    kernel_version,
+    load_plugins,
+    reset_registry,
+)
+from ._registry import (
+    BuildContext,
+    Category,
+    HookFactory,
+    KindInfo,
+    ModelFactory,
+    ModelProviderInfo,
+    PluginInfo,
+    Registrar,
+    Registry,
+    SectionInfo,
+    StoreFactory,
+    StoreSchemeInfo,
+    ToolResolver,
+)
+
+__all__ = [
+    "API_VERSION",
+    "BuildContext",
+    "Category",
+    "ConfiguredHook",
+    "HookFactory",
+    "KindInfo",
+    "ModelFactory",
+    "ModelProviderInfo",
+    "PluginInfo",
+    "Registrar",
+    "Registry",
+    "SectionInfo",
+    "StoreFactory",
+    "StoreSchemeInfo",
+    "ToolResolver",
+    "add_plugin",
+    "get_registry",
+    "kernel_version",
+    "load_plugins",
+    "reset_registry",
+]

@@ -235,6 +235,10 @@ class Tool:
         if unknown:
             raise TypeError(f"Tool.replace() got unknown field(s): {', '.join(sorted(unknown))}")
         options.update(changes)
+        return self._copy(options)
+
+    def _copy(self, options: dict[str, Any]) -> Tool:
+        """A tool of the same kind with ``options``, the analysis reused."""
         return Tool(self.function, _signature=self._sig, **options)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -574,25 +578,10 @@ class _SchemaTool(Tool):
         self._schema = parameters
         self._validator = validator
 
-    def replace(self, **changes: Any) -> Tool:
-        """A copy with ``name``, ``description``, ``tags``, ``terminal`` or
-        ``timeout_seconds`` changed (the schema is not compiled again)."""
-        options: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "tags": self.tags,
-            "terminal": self.terminal,
-            "timeout_seconds": self.timeout_seconds,
-        }
-        unknown = set(changes) - set(options)
-        if unknown:
-            raise TypeError(f"Tool.replace() got unknown field(s): {', '.join(sorted(unknown))}")
-        options.update(changes)
+    def _copy(self, options: dict[str, Any]) -> Tool:
+        """A schema tool with ``options``; the schema is not compiled again."""
         return _SchemaTool(
-            self.function,
-            parameters=self._schema,
-            _validator=self._validator,
-            **options,
+            self.function, parameters=self._schema, _validator=self._validator, **options
         )
 
     def _check(self, arguments: Mapping[str, Any], hidden: list[str]) -> dict[str, Any]:

@@ -88,8 +88,7 @@ from typing import Any
 
 import seamkit
 import seamkit.testing
-from seamkit import HookEvent, Message, MessageToolCall
-from seamkit import flow as F
+from seamkit import HookEvent, Message, MessageToolCall, flow as F
 
 from tests.benchmarks._harness import figure, print_rows, result, verdict
 

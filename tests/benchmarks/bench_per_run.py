@@ -432,10 +432,14 @@ def build_pydantic_ai(h: int, k: int, counting: bool = False) -> Runner:
 
 
 def build_openai_agents(h: int, k: int, counting: bool = False) -> Runner:
-    from agents import Agent as OpenAIAgent
-    from agents import RunHooks, function_tool, set_tracing_disabled
-    from agents import Runner as OpenAIRunner
-    from agents import Usage as OpenAIUsage
+    from agents import (
+        Agent as OpenAIAgent,
+        RunHooks,
+        Runner as OpenAIRunner,
+        Usage as OpenAIUsage,
+        function_tool,
+        set_tracing_disabled,
+    )
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from openai.types.responses import (

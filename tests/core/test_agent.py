@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 import seamkit
-from seamkit import Agent, Message, flow
-from seamkit import stream as S
+from seamkit import Agent, Message, flow, stream as S
 from seamkit.testing import Recorder, ScriptedModel, build_agent, stream_run
 
 

@@ -23,8 +23,8 @@ from seamkit import (
     ToolCall,
     ToolResult,
     ToolSpec,
+    flow as F,
 )
-from seamkit import flow as F
 from seamkit._dispatch import Dispatcher
 from seamkit.plugins import ConfiguredHook
 from seamkit.testing import make_context, run_event, scripted_hook

@@ -24,6 +24,28 @@ def test_every_name_in_all_resolves() -> None:
         assert getattr(seamkit, name) is not None, name
 
 
+def test_all_is_what_dir_offers_and_nothing_else_is_public() -> None:
+    assert sorted(dir(seamkit)) == sorted(seamkit.__all__)
+
+
+def test_plugin_author_names_live_in_submodules_not_the_top_level() -> None:
+    for name in (
+        "Dispatched",
+        "ConfiguredHook",
+        "resolve_tools",
+        "Registry",
+        "BuildContext",
+        "load_plugins",
+        "synthetic_id",
+    ):
+        assert name not in seamkit.__all__, name
+    from seamkit import flow, injection, plugins
+
+    assert "Dispatched" in flow.__all__
+    assert {"BuildContext", "ConfiguredHook", "Registry", "load_plugins"} <= set(plugins.__all__)
+    assert injection.__all__
+
+
 def test_all_is_sorted_and_unique() -> None:
     assert len(set(seamkit.__all__)) == len(seamkit.__all__)
     assert list(seamkit.__all__) == sorted(seamkit.__all__)

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 import seamkit
-from seamkit import HookEvent, ModelRequest, RequestPatch
-from seamkit import flow as F
+from seamkit import HookEvent, ModelRequest, RequestPatch, flow as F
 from seamkit.testing import check_hook_composes, run_event
 
 

@@ -10,8 +10,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from pydantic import ValidationError
 from seamkit import AppConfig, ManifestError, RefreshCondition
 from seamkit.plugins import get_registry, load_plugins

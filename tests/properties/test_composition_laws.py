@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
-from seamkit import HookEvent, HookStack, RequestPatch
-from seamkit import flow as F
+from hypothesis import given, strategies as st
+from seamkit import HookEvent, HookStack, RequestPatch, flow as F
 from seamkit._dispatch import Dispatcher
 from seamkit.testing import Opaque, check_patch_laws, make_context, scripted_hook
 from seamkit.testing.strategies import event_arguments, flows, request_patches

@@ -43,8 +43,7 @@ from typing import Any
 
 import pytest
 import seamkit
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from seamkit import Message, MessageToolCall, Secret
 from seamkit.injection import SyntheticId
 from seamkit.testing.strategies import json_values, messages

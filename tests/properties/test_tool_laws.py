@@ -31,8 +31,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import jsonschema
 import pytest
 import seamkit
-from hypothesis import assume, given
-from hypothesis import strategies as st
+from hypothesis import assume, given, strategies as st
 from pydantic import BaseModel, Field
 from seamkit import ActionContext, Injected, InvalidToolCall, Secret, Tool, ToolResult
 from seamkit._tool import TOOL_NAME_PATTERN, check_toolname

@@ -17,17 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from . import (
         flow as flow,
-    )
-    from . import (
         hookspecs as hookspecs,
-    )
-    from . import (
         injection as injection,
-    )
-    from . import (
         plugins as plugins,
-    )
-    from . import (
         stream as stream,
     )
     from ._agent import (
@@ -35,29 +27,15 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._config import (
         AnyRefreshCondition as AnyRefreshCondition,
-    )
-    from ._config import (
         HookConfig as HookConfig,
-    )
-    from ._config import (
         KindConfig as KindConfig,
-    )
-    from ._config import (
         ModelConfig as ModelConfig,
-    )
-    from ._config import (
         RefreshCondition as RefreshCondition,
-    )
-    from ._config import (
         ToolConfig as ToolConfig,
     )
     from ._context import (
         ActionContext as ActionContext,
-    )
-    from ._context import (
         HookContext as HookContext,
-    )
-    from ._context import (
         Scratchpad as Scratchpad,
     )
     from ._dispatch import (
@@ -65,41 +43,19 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._errors import (
         HookError as HookError,
-    )
-    from ._errors import (
         InvalidToolCall as InvalidToolCall,
-    )
-    from ._errors import (
         ManifestError as ManifestError,
-    )
-    from ._errors import (
         ModelError as ModelError,
-    )
-    from ._errors import (
         PluginError as PluginError,
-    )
-    from ._errors import (
         Problem as Problem,
-    )
-    from ._errors import (
         ScriptError as ScriptError,
-    )
-    from ._errors import (
         SeamkitError as SeamkitError,
-    )
-    from ._errors import (
         SessionBusy as SessionBusy,
-    )
-    from ._errors import (
         SessionError as SessionError,
-    )
-    from ._errors import (
         ToolDefinitionError as ToolDefinitionError,
     )
     from ._events import (
         HookEvent as HookEvent,
-    )
-    from ._events import (
         hookimpl as hookimpl,
     )
     from ._function_kind import (
@@ -107,11 +63,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._manifest import (
         AppConfig as AppConfig,
-    )
-    from ._manifest import (
         SessionsConfig as SessionsConfig,
-    )
-    from ._manifest import (
         Settings as Settings,
     )
     from ._patch import (
@@ -119,17 +71,11 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._secret import (
         Secret as Secret,
-    )
-    from ._secret import (
         redact as redact,
     )
     from ._sessions import (
         SessionStore as SessionStore,
-    )
-    from ._sessions import (
         SQLiteSessionStore as SQLiteSessionStore,
-    )
-    from ._sessions import (
         StoredSession as StoredSession,
     )
     from ._signature import (
@@ -137,74 +83,32 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._tool import (
         Tool as Tool,
-    )
-    from ._tool import (
         sanitize_toolname as sanitize_toolname,
-    )
-    from ._tool import (
         tool as tool,
     )
     from ._toolmap import (
         ToolMap as ToolMap,
-    )
-    from ._toolmap import (
         ToolSource as ToolSource,
     )
     from ._types import (
         Cancelled as Cancelled,
-    )
-    from ._types import (
         Completed as Completed,
-    )
-    from ._types import (
         Diagnostic as Diagnostic,
-    )
-    from ._types import (
         Document as Document,
-    )
-    from ._types import (
         Failed as Failed,
-    )
-    from ._types import (
         FunctionCall as FunctionCall,
-    )
-    from ._types import (
         MaxTurns as MaxTurns,
-    )
-    from ._types import (
         Message as Message,
-    )
-    from ._types import (
         MessageToolCall as MessageToolCall,
-    )
-    from ._types import (
         Model as Model,
-    )
-    from ._types import (
         ModelRequest as ModelRequest,
-    )
-    from ._types import (
         ModelTurn as ModelTurn,
-    )
-    from ._types import (
         Outcome as Outcome,
-    )
-    from ._types import (
         RunResult as RunResult,
-    )
-    from ._types import (
         Terminated as Terminated,
-    )
-    from ._types import (
         ToolCall as ToolCall,
-    )
-    from ._types import (
         ToolResult as ToolResult,
-    )
-    from ._types import (
         ToolSpec as ToolSpec,
-    )
-    from ._types import (
         Usage as Usage,
     )
 
@@ -289,7 +193,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
     if name == "__version__":
-        from importlib.metadata import version
+        from importlib.metadata import version  # lazy: read on first use only
 
         value: Any = version("seamkit")
     elif module == "":

@@ -44,7 +44,7 @@ class ScriptedModel:
         if path.suffix == ".json":
             data = json.loads(text)
         else:
-            import yaml
+            import yaml  # lazy: only YAML scripts need it, and it costs start-up time
 
             data = yaml.safe_load(text)
         turns = data.get("turns") if isinstance(data, dict) else data

@@ -91,7 +91,7 @@ def default_store_path() -> Path:
     home = os.environ.get("SEAMKIT_HOME")
     if home:
         return Path(home) / "sessions.sqlite"
-    import platformdirs  # only when no SEAMKIT_HOME is set
+    import platformdirs  # lazy: only when no SEAMKIT_HOME is set
 
     return Path(platformdirs.user_data_dir("seamkit")) / "sessions.sqlite"
 

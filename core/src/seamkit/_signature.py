@@ -217,7 +217,7 @@ def _parse_doc(func: Callable[..., Any]) -> _Doc:
     raw = inspect.getdoc(func)
     if not raw:
         return _Doc("", {})
-    import docstring_parser
+    import docstring_parser  # lazy: only tools with a docstring need it
 
     try:
         parsed = docstring_parser.parse(raw)

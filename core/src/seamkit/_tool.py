@@ -627,8 +627,7 @@ class _NoModel(BaseModel):
 
 
 def _compile(name: str, parameters: dict[str, Any]) -> Validator:
-    # jsonschema costs ~40 ms to import: only apps with schema tools pay it.
-    import jsonschema
+    import jsonschema  # lazy: ~40 ms to import, and only schema tools need it
 
     cls = jsonschema.validators.validator_for(parameters, default=jsonschema.Draft202012Validator)
     try:

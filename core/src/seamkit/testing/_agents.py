@@ -13,6 +13,7 @@ from .._events import HookEvent, hookimpl
 from .._scripted import ScriptedModel
 from .._types import RunResult
 from ..plugins import PluginInfo, add_plugin, load_plugins
+from ..stream import RunFinished
 
 __all__ = ["Recorder", "StreamedRun", "build_agent", "stream_run"]
 
@@ -129,8 +130,6 @@ class StreamedRun:
 
 async def stream_run(agent: Agent, input: Any, **options: Any) -> StreamedRun:
     """Stream one run to the end and collect its events."""
-    from ..stream import RunFinished
-
     out = StreamedRun()
     async for event in agent.stream(input, **options):
         out.events.append(event)

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .._dispatch import Dispatcher, HookStack
+from .._dispatch import Dispatcher, HookStack, impls_of
 from .._errors import HookError
 from .._events import HookEvent
 from .._patch import RequestPatch
@@ -18,9 +18,9 @@ __all__ = ["check_hook_composes", "check_patch_laws"]
 def check_patch_laws(max_examples: int | None = None) -> None:
     """Check that ``RequestPatch`` merging is a monoid: ``RequestPatch()`` is the
     identity of ``|`` and ``|`` is associative. Raises on a counterexample."""
-    from hypothesis import given, settings
+    from hypothesis import given, settings  # lazy: hypothesis is a test-time dependency
 
-    from .strategies import request_patches
+    from .strategies import request_patches  # lazy: imports hypothesis
 
     def run(test: Callable[..., None]) -> None:
         (settings(max_examples=max_examples)(test) if max_examples else test)()
@@ -53,10 +53,13 @@ def check_hook_composes(
     ``hook`` may be a zero-argument factory, called afresh for each example,
     for hooks that keep state.
     """
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import (  # lazy: hypothesis is a test-time dependency
+        given,
+        settings,
+        strategies as st,
+    )
 
-    from .strategies import event_arguments, flows
+    from .strategies import event_arguments, flows  # lazy: imports hypothesis
 
     e = HookEvent(event)
     factory = isinstance(hook, type) or (callable(hook) and not _has_impl(hook, e))
@@ -91,7 +94,7 @@ def check_hook_composes(
         flat, nested = asyncio.run(both())
         assert flat == nested, f"flat {flat!r} != nested {nested!r}"
 
-    from hypothesis import Phase
+    from hypothesis import Phase  # lazy: as above
 
     quick_failures = settings(
         phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
@@ -102,6 +105,4 @@ def check_hook_composes(
 
 
 def _has_impl(obj: object, event: HookEvent) -> bool:
-    from .._dispatch import impls_of
-
     return event in impls_of(obj)

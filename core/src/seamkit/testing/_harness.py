@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -92,8 +93,6 @@ def scripted_hook(
 
     def sync_impl(*args: Any) -> Any:
         if delay:
-            import time
-
             time.sleep(delay)
         return respond(args)
 

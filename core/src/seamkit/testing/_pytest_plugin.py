@@ -16,7 +16,7 @@ import pytest
 @pytest.fixture
 def seamkit_context() -> Any:
     """A fresh `HookContext` (turn 1, empty scratchpad and diagnostics)."""
-    from ._harness import make_context
+    from ._harness import make_context  # lazy: keeps pytest start-up cheap
 
     return make_context()
 
@@ -24,7 +24,7 @@ def seamkit_context() -> Any:
 @pytest.fixture
 def seamkit_run_event() -> Any:
     """``run_event(hooks, event, *args, ctx=None)``: drive hooks through one event."""
-    from ._harness import run_event
+    from ._harness import run_event  # lazy: keeps pytest start-up cheap
 
     return run_event
 
@@ -32,6 +32,6 @@ def seamkit_run_event() -> Any:
 @pytest.fixture
 def seamkit_strategies() -> ModuleType:
     """The :mod:`seamkit.testing.strategies` module (imports hypothesis)."""
-    from . import strategies
+    from . import strategies  # lazy: imports hypothesis
 
     return strategies

@@ -15,6 +15,8 @@ from .._types import (
     Message,
     MessageToolCall,
     ModelRequest,
+    ModelTurn,
+    RunResult,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -169,8 +171,6 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
 
 def event_arguments(event: HookEvent | str) -> st.SearchStrategy[tuple[Any, ...]]:
     """Arguments (after ``ctx``) for a dispatch of ``event``."""
-    from .._types import ModelTurn, RunResult
-
     e = HookEvent(event)
     if e in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):
         return histories().map(lambda h: (h,))

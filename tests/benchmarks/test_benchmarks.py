@@ -43,42 +43,30 @@ def test_benchmark_runs_quick(name: str) -> None:
     assert "baseline" in printed, "a benchmark prints its figures and their ratio to the baseline"
 
 
-def test_cold_start_reports_its_targets() -> None:
-    """The cold-start result names the figures and targets of issue 2 (values unchecked)."""
-    res, _ = _quick("bench_cold_start")
-    targets = {f["name"]: f["target"] for f in res["figures"]}
-    assert targets == {
-        "baseline": None,
-        "python": None,
-        "import_seamkit": 1.5,
-        "seamkit_plugins": 2.5,
-        "public_types": None,
-    }
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_each_ratio_is_taken_against_a_baseline_of_the_same_run(name: str) -> None:
+    """A ratio is the figure's median over its baseline's median measured in the
+    same run, and ``met`` says whether it is within the target."""
+    res, _ = _quick(name)
+    medians = {f["name"]: f["median"] for f in res["figures"]}
+    for f in res["figures"]:
+        base = res.get("baselines", {}).get(f["name"], res["baseline"])
+        if base in medians:
+            assert f["ratio"] == pytest.approx(f["median"] / medians[base]), f["name"]
+        if f["target"] is not None:
+            assert f["met"] is (f["ratio"] <= f["target"]), f["name"]
 
 
-def test_dispatch_reports_its_targets() -> None:
-    """The dispatch result has every event x N x variant, the targets of issue 2 on the
-    dispatcher's sync figures only, and each ratio taken against raw pluggy at the same
-    event and N (values unchecked)."""
-    from tests.benchmarks import bench_dispatch as bench
-
-    res, _ = _quick("bench_dispatch")
-    targets = {f["name"]: f["target"] for f in res["figures"]}
-    expected: dict[str, float | None] = {}
-    for event in bench.MEASURED:
-        mode = bench.EVENTS[event].composition.value
-        for n in (1, 10, 100):
-            for variant in ("plain", "pluggy", "seamkit", "async", "async_timeout", "thread"):
-                target = None
-                if variant == "seamkit":
-                    target = 1.5 if mode == "first" else 2.0
-                expected[f"{event.value}/N={n}/{variant}"] = target
-    assert targets == expected
-    measured_modes = {bench.EVENTS[e].composition.value for e in bench.MEASURED}
-    assert measured_modes == {"first", "chain", "accumulate"}
-    for name, base in res["baselines"].items():
-        assert base == name.rpartition("/")[0] + "/pluggy"
-    assert set(res["baselines"]) == set(targets)
+def test_the_cold_start_and_dispatch_targets_are_measured() -> None:
+    """The figures that carry the issue's targets exist and have one."""
+    cold, _ = _quick("bench_cold_start")
+    targeted = {f["name"] for f in cold["figures"] if f["target"] is not None}
+    assert {"import_seamkit", "seamkit_plugins"} <= targeted
+    dispatch, _ = _quick("bench_dispatch")
+    targeted = {f["name"] for f in dispatch["figures"] if f["target"] is not None}
+    assert targeted and all(name.endswith("/seamkit") for name in targeted)
+    events = {name.split("/")[0] for name in targeted}
+    assert len(events) >= 3, "one event of each composition mode is measured"
 
 
 def test_problems_catches_a_bad_result() -> None:

@@ -18,13 +18,26 @@ def test_ttl_is_discovered_through_its_entry_point() -> None:
     assert issubclass(TTLRefresh, RefreshCondition)
 
 
-@given(st.integers(1, 10**6), st.datetimes(timezones=st.just(UTC)))
-def test_expiry_is_now_plus_the_minutes(minutes: int, now: datetime) -> None:
-    try:
-        expected = now + timedelta(minutes=minutes)
-    except OverflowError:
-        return
-    assert TTLRefresh(ttl_minutes=minutes).expiry(now) == expected
+def test_expiry_is_the_minutes_after_now() -> None:
+    now = datetime(2026, 3, 29, 0, 45, tzinfo=UTC)
+    assert TTLRefresh(ttl_minutes=30).expiry(now) == datetime(2026, 3, 29, 1, 15, tzinfo=UTC)
+    assert TTLRefresh(ttl_minutes=24 * 60).expiry(now) == datetime(2026, 3, 30, 0, 45, tzinfo=UTC)
+
+
+@given(st.integers(1, 10**9), st.integers(1, 10**9), st.datetimes(timezones=st.just(UTC)))
+def test_a_longer_ttl_never_expires_sooner_and_nothing_overflows(
+    short: int, long: int, now: datetime
+) -> None:
+    short, long = sorted((short, long))
+    first, second = (TTLRefresh(ttl_minutes=m).expiry(now) for m in (short, long))
+    assert now < first <= second
+    # Exact to the minute unless the instant lies past what a datetime holds.
+    assert first - now == timedelta(minutes=short) or first.year == 9999
+
+
+def test_an_expiry_past_the_year_9999_is_the_last_instant() -> None:
+    now = datetime(9999, 12, 31, 23, 0, tzinfo=UTC)
+    assert TTLRefresh(ttl_minutes=120).expiry(now) == datetime.max.replace(tzinfo=UTC)
 
 
 def test_ttl_minutes_must_be_a_positive_integer() -> None:

@@ -24,10 +24,14 @@ class TTLRefresh(seamkit.RefreshCondition):
     ttl_minutes: int = Field(gt=0, description="Minutes a result stays fresh (an integer > 0).")
 
     def expiry(self, now: datetime) -> datetime:
-        """``now`` plus the time-to-live."""
+        """``now`` plus the time-to-live; the last representable instant when
+        that lies beyond the year 9999."""
         if now.tzinfo is None:
             raise ValueError("expiry() needs an aware datetime")
-        return now + timedelta(minutes=self.ttl_minutes)
+        try:
+            return now + timedelta(minutes=self.ttl_minutes)
+        except OverflowError:
+            return datetime.max.replace(tzinfo=now.tzinfo)
 
 
 @seamkit.hookimpl

@@ -141,3 +141,44 @@ def test_check_mode_reports_a_stale_file(tmp_path: Path, clean_env: None) -> Non
     assert gen.main(["--check", "--output", str(target)]) == 0
     target.write_text(target.read_text(encoding="utf-8") + "edited\n", encoding="utf-8")
     assert gen.main(["--check", "--output", str(target)]) == 1
+
+
+# --- the guide's API index and module map ----------------------------------------
+
+
+def _api_generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_api", ROOT / "docs" / "gen_api.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_index_is_current_and_covers_every_public_name() -> None:
+    gen_api = _api_generator()
+    assert gen_api.main(["--check"]) == 0, "regenerate it with `python docs/gen_api.py`"
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    for module_name in gen_api.MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            assert f"| `{name}` |" in guide, f"{module_name}.{name} is not in the API index"
+
+
+def test_an_undocumented_public_name_fails_the_generator() -> None:
+    gen_api = _api_generator()
+    undocumented = ModuleType("fake")
+    undocumented.thing = 42  # type: ignore[attr-defined]
+    with pytest.raises(gen_api.Undocumented, match="fake.thing"):
+        gen_api._doc(undocumented, "thing")
+
+
+def test_the_module_map_lists_every_kernel_module() -> None:
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    section = guide.split("### Module map", 1)[1].split("\n### ", 1)[0]
+    package = ROOT / "core" / "src" / "seamkit"
+    for path in sorted(package.glob("_*.py")):
+        if path.name != "__init__.py":
+            assert f"| `{path.stem}` |" in section, f"{path.stem} is not in the module map"
+    for path in sorted((package / "_manifest").glob("_*.py")):
+        if path.name != "__init__.py":
+            assert f"`{path.stem}`" in section, f"_manifest/{path.stem} is not in the module map"

@@ -58,8 +58,14 @@ def _commands() -> list[tuple[str, str, list[str], float | None]]:
 
 
 def _child_env() -> dict[str, str]:
-    """The environment without any SEAMKIT_* variable (so every plugin loads)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+    """The environment without any SEAMKIT_* variable (so every plugin loads)
+    and without PYTHONDONTWRITEBYTECODE, so the warm-up round leaves byte code
+    behind as it would on a user's machine, and no round compiles sources."""
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SEAMKIT_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
 
 
 def _first_party_plugins() -> dict[str, str | None]:

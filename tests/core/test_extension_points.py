@@ -121,6 +121,21 @@ def test_a_failing_model_call_still_ends_its_span() -> None:
     assert len(ended) == 1 and ended[0].error is not None and "ran out" in ended[0].error
 
 
+def test_a_failing_observer_changes_nothing_and_its_log_hides_secrets(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Leaky:
+        @seamkit.hookimpl
+        def on_run_event(self, ctx: seamkit.HookContext, event: object) -> None:
+            raise RuntimeError(f"token {ctx.action_context.get('token').get_secret_value()}")
+
+    agent = seamkit.Agent(ScriptedModel([{"text": "ok"}]), hooks=[Leaky()], plugin_hooks=False)
+    result = agent.run_sync("hi", context={"token": seamkit.Secret(CANARY)})
+    assert result.outcome.kind == "completed" and result.output == "ok"
+    assert "run observer" in caplog.text and "token ***" in caplog.text
+    assert CANARY not in caplog.text
+
+
 def test_redact_masks_a_secret_and_its_encodings() -> None:
     secret = seamkit.Secret(CANARY)
     text = " | ".join(

@@ -18,9 +18,10 @@ from ._drive import Emit, RunPlan, RunState, drive
 from ._events import HookEvent
 from ._loader import get_registry
 from ._manifest import AppConfig, Settings
-from ._parts import ToolEntry, build_model, build_parts, current_tools
+from ._parts import ToolEntry, build_model, build_parts, current_tools, open_store
 from ._registry import BuildContext, Registry
-from ._sessions import SessionStore, StoredSession, open_store
+from ._secret import redact, secret_texts
+from ._sessions import SessionStore, StoredSession
 from ._tool import Tool
 from ._toolmap import ToolMap
 from ._types import Diagnostic, Message, Model, RunResult
@@ -371,6 +372,7 @@ def _emitter(
             try:
                 observer(ctx, event)
             except Exception as exc:
-                log.warning("run observer %r failed: %s: %s", observer, type(exc).__name__, exc)
+                text = redact(f"{type(exc).__name__}: {exc}", secret_texts(ctx.action_context))
+                log.warning("run observer %r failed: %s", observer, text)
 
     return emit

@@ -43,7 +43,7 @@ class KindConfig(BaseModel):
     Unknown fields are errors, so a typo in a manifest is reported, not ignored.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     kind: str
 
@@ -152,7 +152,7 @@ class ModelConfig(BaseModel):
     ``{provider: ..., name: ...}``.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     provider: str = Field(description="The model provider, e.g. 'openai' or 'scripted'.")
     name: str = Field(description="The model's name at that provider.")

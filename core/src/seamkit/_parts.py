@@ -1,5 +1,6 @@
 """Building an agent's parts, once: the model from its spec, the tools from the
-manifest's entries and from code, the hooks from the manifest's entries.
+manifest's entries and from code, the hooks from the manifest's entries, and the
+session store a path or URL names.
 
 Every factory receives the same typed `BuildContext`. Every problem is
 collected and reported at once, naming its manifest entry (with line and
@@ -9,19 +10,22 @@ column when the manifest came from a file); nothing is half-built.
 from __future__ import annotations
 
 import inspect
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ._config import ModelConfig, split_model_spec
 from ._dispatch import ConfiguredHook
-from ._errors import ManifestError, ModelError, Problem, SeamkitError
+from ._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
 from ._manifest import AppConfig, locate_problems
 from ._registry import BuildContext, Registry
+from ._sessions import SessionStore, SQLiteSessionStore
 from ._tool import Tool
 from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
 from ._types import Model
 
-__all__ = ["Parts", "ToolEntry", "build_model", "build_parts", "current_tools"]
+__all__ = ["Parts", "ToolEntry", "build_model", "build_parts", "current_tools", "open_store"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,3 +222,45 @@ async def current_tools(
     found.extend((t.name, t, (), None) for t in code)
     tool_map = assemble(found, problems)
     return problems if problems else (tuple(refreshed), tool_map)
+
+
+def open_store(
+    spec: str | os.PathLike[str] | SessionStore | None,
+    *,
+    registry: Registry,
+    base_dir: Path | None = None,
+) -> SessionStore:
+    """The store ``spec`` names: a store as it is; ``None`` for the default
+    SQLite file; ``sqlite:///PATH`` or a plain path for a SQLite file
+    (relative to ``base_dir`` when given); ``SCHEME://...`` for a store a
+    plugin registered. Raises `SessionError` for an unknown scheme."""
+    if spec is None:
+        return SQLiteSessionStore()
+    if not isinstance(spec, str | os.PathLike):
+        return spec
+    text = os.fspath(spec)
+    scheme, sep, rest = text.partition("://")
+    if not sep or len(scheme) < 2:  # a plain path (a Windows drive letter too)
+        path = Path(text)
+    elif scheme == "sqlite":
+        path = Path(rest.removeprefix("/"))
+    else:
+        info = registry.stores.get(scheme)
+        if info is None:
+            known = ", ".join(["sqlite", *sorted(registry.stores)])
+            raise SessionError(
+                f"no session store is installed for URLs of scheme {scheme!r}",
+                location=f"{scheme}://...",
+                hint=f"installed schemes: {known}; a plugin adds one (e.g. "
+                f"seamkit-sessions-postgres for postgresql://)",
+            )
+        store = info.factory(text)
+        if not isinstance(store, SessionStore):
+            raise SessionError(
+                f"the {scheme!r} store of plugin {info.plugin!r} is not a SessionStore",
+                location=f"{scheme}://...",
+            )
+        return store
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    return SQLiteSessionStore(path)

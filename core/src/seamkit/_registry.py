@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 
 import pluggy
 from pydantic import BaseModel
@@ -26,6 +26,9 @@ from ._events import PROJECT, HookEvent
 from ._tool import Tool
 from ._toolmap import ToolMap, ToolSource
 from ._types import Model
+
+if TYPE_CHECKING:  # at run time only the store URL schemes need it, not loading
+    from ._sessions import SessionStore
 
 __all__ = [
     "BuildContext",
@@ -86,10 +89,11 @@ ToolResolver = Callable[[Any, BuildContext], Awaitable[Sequence[Tool] | ToolSour
 """``await resolve(config, build)`` → the entry's tools, or a `ToolSource`."""
 ModelFactory = Callable[[Any, BuildContext], Model]
 """``factory(config, build)`` → the `Model`, ``config`` being the provider's config model."""
-StoreFactory = Callable[[str], Any]
+StoreFactory = Callable[[str], "SessionStore"]
 """``factory(url)`` → a session store for a URL of the scheme."""
 
 Category = Literal["hook", "tool", "refresh", "model"]
+"""What a registered kind is: a hook kind, a tool kind, a refresh condition or a model provider."""
 
 CATEGORY_LABEL: dict[str, str] = {
     "hook": "hook kind",

@@ -3,9 +3,8 @@ hooks, kept between runs.
 
 `SessionStore` is the protocol every store implements; `SQLiteSessionStore`
 is the built-in one (one SQLite file, by default ``sessions.sqlite`` in the
-user's data directory). :func:`open_store` turns a path or URL into a store:
-``sqlite:///...`` and plain paths are built in, other schemes come from
-plugins (``register_session_stores``). A finished run replaces its session's
+user's data directory); plugins add stores for URL schemes
+(``register_session_stores``). A finished run replaces its session's
 transcript and state in one transaction; runs on one session are serialised
 by ``lock``, which fails with `SessionBusy` after the wait.
 """
@@ -27,7 +26,6 @@ from typing import Any, Protocol, runtime_checkable
 import filelock
 
 from ._errors import SessionBusy, SessionError
-from ._registry import Registry
 from ._types import Message
 
 __all__ = [
@@ -35,7 +33,6 @@ __all__ = [
     "SessionStore",
     "StoredSession",
     "default_store_path",
-    "open_store",
 ]
 
 _SCHEMA = """
@@ -189,45 +186,3 @@ class SQLiteSessionStore:
             yield
         finally:
             held.release()
-
-
-def open_store(
-    spec: str | os.PathLike[str] | SessionStore | None,
-    *,
-    registry: Registry,
-    base_dir: Path | None = None,
-) -> SessionStore:
-    """The store ``spec`` names: a store as it is; ``None`` for the default
-    SQLite file; ``sqlite:///PATH`` or a plain path for a SQLite file
-    (relative to ``base_dir`` when given); ``SCHEME://...`` for a store a
-    plugin registered. Raises `SessionError` for an unknown scheme."""
-    if spec is None:
-        return SQLiteSessionStore()
-    if not isinstance(spec, str | os.PathLike):
-        return spec
-    text = os.fspath(spec)
-    scheme, sep, rest = text.partition("://")
-    if not sep or len(scheme) < 2:  # a plain path (a Windows drive letter too)
-        path = Path(text)
-    elif scheme == "sqlite":
-        path = Path(rest.removeprefix("/"))
-    else:
-        info = registry.stores.get(scheme)
-        if info is None:
-            known = ", ".join(["sqlite", *sorted(registry.stores)])
-            raise SessionError(
-                f"no session store is installed for URLs of scheme {scheme!r}",
-                location=f"{scheme}://...",
-                hint=f"installed schemes: {known}; a plugin adds one (e.g. "
-                f"seamkit-sessions-postgres for postgresql://)",
-            )
-        store = info.factory(text)
-        if not isinstance(store, SessionStore):
-            raise SessionError(
-                f"the {scheme!r} store of plugin {info.plugin!r} is not a SessionStore",
-                location=f"{scheme}://...",
-            )
-        return store
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    return SQLiteSessionStore(path)

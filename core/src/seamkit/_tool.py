@@ -5,7 +5,6 @@ MCP server); and the tool-name grammar with `sanitize_toolname`."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -345,6 +344,8 @@ class Tool:
             if timeout is None:
                 result = await self._run(args, kwargs, on_chunk)
             else:
+                import asyncio  # lazy: a running loop has it loaded; `seamkit plugins` needs none
+
                 async with asyncio.timeout(timeout) as scope:
                     result = await self._run(args, kwargs, on_chunk)
         except Exception as exc:
@@ -402,6 +403,8 @@ class Tool:
         if self._async:
             result = await self.function(*args, **kwargs)
         elif self.timeout_seconds is not None:
+            import asyncio  # lazy: as in invoke
+
             result = await asyncio.to_thread(functools.partial(self.function, *args, **kwargs))
         else:
             result = self.function(*args, **kwargs)

@@ -309,6 +309,7 @@ class Cancelled(BaseModel):
 Outcome = Annotated[
     Completed | Terminated | Failed | MaxTurns | Cancelled, Field(discriminator="kind")
 ]
+"""How a run ended, told apart by ``kind``: completed, terminated, failed, max_turns, cancelled."""
 
 
 class Diagnostic(BaseModel):

@@ -115,6 +115,7 @@ Flow: TypeAlias = (
     | Repair
     | Fail
 )
+"""Any value a hook may return (``None`` means `Continue`); each event accepts some of them."""
 
 
 class Dispatched(NamedTuple):

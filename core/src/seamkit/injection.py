@@ -48,10 +48,12 @@ Frequency = Literal["always", "append_if_changed", "once"]
 in place or add a changed one (the default); only when none exists."""
 
 PREFIX = "synth_"
+"""What every synthetic pair id starts with."""
 _ID = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_(.*))?", re.DOTALL)
 _EXPIRY = re.compile(r"[0-9a-f]{8,}")
 _GET_ID = attrgetter("tool_call_id")
 MAX_ID = 40
+"""The longest id a synthetic pair may have (the OpenAI limit on tool-call ids)."""
 
 
 def _h6(text: str) -> str:

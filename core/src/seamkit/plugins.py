@@ -18,7 +18,8 @@ receives.
 
 from __future__ import annotations
 
-from ._dispatch import ConfiguredHook
+from typing import TYPE_CHECKING
+
 from ._loader import (
     API_VERSION,
     add_plugin,
@@ -43,6 +44,9 @@ from ._registry import (
     ToolResolver,
 )
 
+if TYPE_CHECKING:
+    from ._dispatch import ConfiguredHook as ConfiguredHook
+
 __all__ = [
     "API_VERSION",
     "BuildContext",
@@ -65,3 +69,17 @@ __all__ = [
     "load_plugins",
     "reset_registry",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # `ConfiguredHook` brings the dispatcher and asyncio with it: a plugin that
+    # imports this module for `BuildContext` must not pay for them at load time.
+    if name == "ConfiguredHook":
+        from ._dispatch import ConfiguredHook  # lazy: see above
+
+        return ConfiguredHook
+    raise AttributeError(f"module 'seamkit.plugins' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -1,0 +1,261 @@
+"""The ``seamkit`` commands that read an app: ``schema``, ``validate``,
+``tools`` and ``run`` (with the printer that shows a run on a terminal).
+
+They are registered on the group by name in `seamkit._cli` and imported only
+when invoked, because building agents needs far more than listing plugins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import click
+
+from . import stream as S
+from ._agent import Agent
+from ._errors import ManifestError, SeamkitError
+from ._loader import get_registry
+from ._manifest import manifest_schema
+
+__all__ = ["run_command", "schema_command", "tools_command", "validate_command"]
+
+
+@click.command("schema")
+@click.option("--indent", default=2, show_default=True, help="JSON indentation.")
+def schema_command(indent: int) -> None:
+    """Print the JSON Schema of the app manifest, with every installed kind."""
+    click.echo(json.dumps(manifest_schema(get_registry()), indent=indent))
+
+
+@click.command("validate")
+@click.argument("app", type=click.Path(dir_okay=False))
+def validate_command(app: str) -> None:
+    """Check an app manifest and resolve its tools; print every error with its
+    location (exit 1 on any)."""
+    config, tools = _load_with_tools(app)
+    entries, hooks = len(config.tools), len(config.hooks)
+    click.echo(
+        f"{app}: ok ({entries} tool {'entry' if entries == 1 else 'entries'} giving "
+        f"{len(tools)} tool{'' if len(tools) == 1 else 's'}, "
+        f"{hooks} hook{'' if hooks == 1 else 's'})"
+    )
+
+
+@click.command("tools")
+@click.argument("app", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON.")
+def tools_command(app: str, as_json: bool) -> None:
+    """List the tools an app resolves to, as the model sees them."""
+    _, tools = _load_with_tools(app)
+    if as_json:
+        rows = [
+            {
+                **t.spec.model_dump(),
+                "origin": tools.origin(name),
+                "tags": sorted(t.tags),
+                "terminal": t.terminal,
+                "timeout_seconds": t.timeout_seconds,
+            }
+            for name, t in tools.items()
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for name, t in tools.items():
+        args = ", ".join(t.parameters.get("properties", {}))
+        summary = t.description.splitlines()[0] if t.description else ""
+        click.echo(f"{name}({args})  [{tools.origin(name)}]")
+        if summary:
+            click.echo(f"    {summary}")
+
+
+def _load_with_tools(app: str) -> tuple[Any, Any]:
+    """The manifest and its resolved tools (the agent is built, so the model
+    and the hooks are checked too); every problem printed, exit 1 on any."""
+
+    async def build() -> tuple[Any, Any]:
+        async with await Agent.load(app) as agent:
+            return agent.config, agent.tools
+
+    try:
+        return asyncio.run(build())
+    except ManifestError as exc:
+        click.echo(exc.format(), err=True)
+        count = len(exc.problems)
+        click.echo(f"{app}: {count} error{'s' if count != 1 else ''}", err=True)
+        sys.exit(1)
+
+
+_EXIT = {"completed": 0, "terminated": 0, "max_turns": 1, "failed": 1, "cancelled": 130}
+
+
+@click.command("run")
+@click.argument("app", type=click.Path(dir_okay=False))
+@click.argument("message")
+@click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
+@click.option("--session", metavar="NAME", help="Keep the conversation under NAME between runs.")
+@click.option(
+    "--store",
+    metavar="PATH|URL",
+    help="The session store: a SQLite path, sqlite:///PATH, or a URL a plugin serves "
+    "(postgresql://...); default: the manifest's sessions.store, else sessions.sqlite in "
+    "the user's data directory.",
+)
+@click.option(
+    "--model",
+    "model_spec",
+    metavar="SPEC",
+    help="Use this model instead of the manifest's, e.g. openai:gpt-4o-mini.",
+)
+@click.option(
+    "--context",
+    "context_items",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A property of the run's ActionContext (repeatable).",
+)
+def run_command(
+    app: str,
+    message: str,
+    as_json: bool,
+    session: str | None,
+    store: str | None,
+    model_spec: str | None,
+    context_items: tuple[str, ...],
+) -> None:
+    """Run APP on MESSAGE: stream the answer to standard output, and show each
+    hook that fired and each tool call on standard error.
+
+    The exit status is 0 when the run completed or a hook ended it on
+    purpose, 1 when it failed or hit max_turns, 130 when it was cancelled.
+    SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
+    """
+    context = _parse_context(context_items)
+    clock = _clock_from_env()
+    outcome = asyncio.run(_run(app, message, as_json, session, store, model_spec, context, clock))
+    sys.exit(_EXIT.get(outcome, 1))
+
+
+async def _run(
+    app: str,
+    message: str,
+    as_json: bool,
+    session: str | None,
+    store: str | None,
+    model_spec: str | None,
+    context: dict[str, str],
+    clock: Callable[[], datetime] | None,
+) -> str:
+    async with await Agent.load(app, clock=clock, model=model_spec, store=store) as agent:
+        if as_json:
+            result = await agent.run(message, context=context, session=session, store=store)
+            click.echo(result.model_dump_json(indent=2, exclude_none=True))
+            return result.outcome.kind
+        printer = _Printer()
+        async for event in agent.stream(message, context=context, session=session, store=store):
+            printer.show(event)
+        return printer.outcome
+
+
+class _Printer:
+    """Text to standard output as it streams; hooks and tools, compactly, to
+    standard error: a tool's line when it starts, its result with the time it
+    took when the batch commits."""
+
+    def __init__(self) -> None:
+        self.outcome = "failed"
+        self._open_line = False
+        self._turn = 0
+        self._turn_text = ""
+        self._started: dict[str, float] = {}
+
+    def _note(self, text: str) -> None:
+        if self._open_line:
+            click.echo()
+            self._open_line = False
+        click.secho(text, err=True, dim=True)
+
+    def show(self, event: S.Event) -> None:
+        if isinstance(event, S.TextDelta):
+            if event.turn != self._turn:
+                self._turn, self._turn_text = event.turn, ""
+            self._turn_text += event.text
+            click.echo(event.text, nl=False)
+            self._open_line = True
+        elif isinstance(event, S.HookFired):
+            by = f" by {event.hook}" if event.hook else ""
+            self._note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
+        elif isinstance(event, S.ToolExecutionStart):
+            self._started[event.call.id] = time.monotonic()
+            self._note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
+        elif isinstance(event, S.ToolCompleted):
+            mark = "✗" if event.result.is_error else "←"
+            began = self._started.pop(event.call.id, None)
+            took = f" ({time.monotonic() - began:.2f}s)" if began is not None else ""
+            self._note(f"{mark} {event.call.name}{took}: {_short(event.result.content)}")
+        elif isinstance(event, S.RunFinished):
+            result = event.result
+            self.outcome = result.outcome.kind
+            if self._open_line:
+                click.echo()
+                self._open_line = False
+            if result.outcome.kind == "completed" and result.output not in (None, self._turn_text):
+                click.echo(result.output)  # a terminal tool's result: never streamed
+            self._note(_summary(result))
+
+
+def _summary(result: Any) -> str:
+    outcome = result.outcome
+    detail = {
+        "terminated": lambda: (
+            f": {outcome.reason}" + (f" (hook {outcome.hook})" if outcome.hook else "")
+        ),
+        "failed": lambda: f": {outcome.error}",
+    }.get(outcome.kind, lambda: "")()
+    usage = result.usage
+    return (
+        f"[{outcome.kind}{detail} · {usage.requests} model call"
+        f"{'' if usage.requests == 1 else 's'} · {usage.input_tokens} in / "
+        f"{usage.output_tokens} out tokens]"
+    )
+
+
+def _short(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _parse_context(items: tuple[str, ...]) -> dict[str, str]:
+    context: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SeamkitError(
+                f"--context {item!r} is not KEY=VALUE", hint="e.g. --context user_id=ann"
+            )
+        context[key] = value
+    return context
+
+
+def _clock_from_env() -> Callable[[], datetime] | None:
+    raw = os.environ.get("SEAMKIT_NOW")
+    if not raw:
+        return None
+    try:
+        now = datetime.fromisoformat(raw)
+    except ValueError:
+        raise SeamkitError(
+            f"SEAMKIT_NOW={raw!r} is not an ISO 8601 instant",
+            hint="e.g. SEAMKIT_NOW=2026-11-22T09:00:00+01:00",
+        ) from None
+    if now.tzinfo is None:
+        raise SeamkitError(
+            f"SEAMKIT_NOW={raw!r} has no UTC offset",
+            hint="add one, e.g. 2026-11-22T09:00:00Z or +01:00",
+        )
+    return lambda: now

@@ -342,12 +342,20 @@ class Tool:
         scope: asyncio.Timeout | None = None
         try:
             if timeout is None:
-                result = await self._run(args, kwargs, on_chunk)
+                result = self.function(*args, **kwargs)
+                if type(result) not in _PLAIN:
+                    result = await _settle(result, on_chunk)
             else:
                 import asyncio  # lazy: a running loop has it loaded; `seamkit plugins` needs none
 
                 async with asyncio.timeout(timeout) as scope:
-                    result = await self._run(args, kwargs, on_chunk)
+                    if self._async:
+                        result = self.function(*args, **kwargs)
+                    else:
+                        call = functools.partial(self.function, *args, **kwargs)
+                        result = await asyncio.to_thread(call)
+                    if type(result) not in _PLAIN:
+                        result = await _settle(result, on_chunk)
         except Exception as exc:
             if scope is not None and scope.expired():
                 return self._failed(f"tool {self.name!r} timed out after {timeout:g}s", call_id)
@@ -356,7 +364,7 @@ class Tool:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
             return self._failed(text, call_id, logged=True)
-        return self._result(result, call_id, [*secret_texts(ctx), *secrets])
+        return self._result(result, call_id, ctx, secrets)
 
     def _arguments(
         self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
@@ -392,37 +400,9 @@ class Tool:
             args = tuple(kwargs.pop(p) for p in self._sig.positional_only if p in kwargs)
         return args, kwargs
 
-    async def _run(
-        self,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        on_chunk: Callable[[str], None] | None,
-    ) -> Any:
-        """Call the function (a sync one with a time-out in a worker thread)
-        and settle what it returned: awaited, or its chunks joined."""
-        if self._async:
-            result = await self.function(*args, **kwargs)
-        elif self.timeout_seconds is not None:
-            import asyncio  # lazy: as in invoke
-
-            result = await asyncio.to_thread(functools.partial(self.function, *args, **kwargs))
-        else:
-            result = self.function(*args, **kwargs)
-        if type(result) in _PLAIN:
-            return result
-        if inspect.isawaitable(result):
-            result = await result
-        if hasattr(result, "__aiter__"):
-            chunks: list[str] = []
-            async for chunk in result:
-                text = chunk if isinstance(chunk, str) else str(chunk)
-                chunks.append(text)
-                if on_chunk is not None:
-                    on_chunk(text)
-            return "".join(chunks)
-        return result
-
-    def _result(self, result: Any, call_id: str, secrets: Sequence[str]) -> ToolResult:
+    def _result(
+        self, result: Any, call_id: str, ctx: ActionContext, secrets: Sequence[str]
+    ) -> ToolResult:
         """What the function returned, as the model will see it."""
         if isinstance(result, str):
             content = result
@@ -436,10 +416,10 @@ class Tool:
             try:
                 content = to_json(result, fallback=as_json).decode()
             except Exception as exc:
+                why = redact(str(exc), [*secret_texts(ctx), *secrets])
                 return self._failed(
                     f"tool {self.name!r} returned a {type(result).__name__} that cannot be "
-                    f"written as JSON: "
-                    f"{redact(str(exc), secrets).removeprefix(_PYDANTIC_PREFIX)}",
+                    f"written as JSON: {why.removeprefix(_PYDANTIC_PREFIX)}",
                     call_id,
                 )
         return ToolResult(call_id=call_id, content=content)
@@ -650,3 +630,20 @@ def _describe(error: Any) -> str:
     if error.validator == "additionalProperties" and not where:
         return f"unexpected argument: {error.message}"
     return f"{where}: {error.message}" if where else error.message
+
+
+async def _settle(result: Any, on_chunk: Callable[[str], None] | None) -> Any:
+    """What a tool's return value comes to: awaited when it is awaitable, its
+    chunks joined (each handed to ``on_chunk`` as it comes) when it is an
+    async iterator."""
+    if inspect.isawaitable(result):
+        result = await result
+    if hasattr(result, "__aiter__"):
+        chunks: list[str] = []
+        async for chunk in result:
+            text = chunk if isinstance(chunk, str) else str(chunk)
+            chunks.append(text)
+            if on_chunk is not None:
+                on_chunk(text)
+        return "".join(chunks)
+    return result

@@ -280,14 +280,14 @@ class Agent:
 
         ``input`` is the user's text, a message or messages; ``history`` goes
         before it. ``context`` is the run's `ActionContext` (a mapping is
-        wrapped). With ``session``, the stored transcript of that session (in
-        ``store``, a `SessionStore`, by default the user's) goes first, and
-        the run's transcript replaces it at the end (``store`` is a
-        `SessionStore`, a path or a URL; by default :meth:`session_store`); runs on one session take
-        turns, and one that waits longer than ``settings.session_wait_seconds``
-        raises `SessionBusy`. A failing model, tool or hook never raises here:
-        the outcome says what happened. Cancelling the task ends the run as
-        ``cancelled`` (``on_completion`` fires) and re-raises.
+        wrapped). With ``session``, the stored transcript of that session goes
+        first, and the run's transcript replaces it at the end; ``store`` is a
+        `SessionStore`, a path or a URL (by default :meth:`session_store`).
+        Runs on one session take turns, and one that waits longer than
+        ``settings.session_wait_seconds`` raises `SessionBusy`. A failing
+        model, tool or hook never raises here: the outcome says what happened.
+        Cancelling the task ends the run as ``cancelled`` (``on_completion``
+        fires) and re-raises.
         """
         return await self._execute(input, context, history, session, store, False, None)
 

@@ -25,6 +25,7 @@ from ._dispatch import Dispatched
 from ._errors import HookError, InvalidToolCall
 from ._events import HookEvent
 from ._secret import as_json, secret_texts
+from ._tool import Tool
 from ._toolmap import ToolMap
 from ._types import Failed, Outcome, Terminated, ToolCall, ToolResult
 from .stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
@@ -141,7 +142,12 @@ class Batch:
                 )
         if self.stopped:
             return _DROPPED
-        result = await self._invoke(tool, values, call, secrets)
+        if self.emit is None:  # the hot path: nobody watches, no coroutine more
+            result = await tool.invoke(
+                values, self.ctx.action_context, call_id=call.id, secrets=secrets, agent=self.agent
+            )
+        else:
+            result = await self._observed(tool, values, call, secrets, self.emit)
         decided = await self.dispatch(_POST, call, result)
         kind = type(decided.flow)
         if kind is F.RewriteResult:
@@ -150,16 +156,17 @@ class Batch:
             return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
         return Settled(call, result, call, tool.terminal and not result.is_error)
 
-    async def _invoke(
-        self, tool: Any, values: dict[str, Any], call: ToolCall, secrets: list[str]
+    async def _observed(
+        self,
+        tool: Tool,
+        values: dict[str, Any],
+        call: ToolCall,
+        secrets: list[str],
+        emit: Callable[[ObservedEvent], None],
     ) -> ToolResult:
-        emit = self.emit
+        """Invoke the tool between its live start and end events, its chunks
+        surfacing as they come."""
         turn = self.ctx.turn
-        if emit is None:
-            result: ToolResult = await tool.invoke(
-                values, self.ctx.action_context, call_id=call.id, secrets=secrets, agent=self.agent
-            )
-            return result
         emit(ToolExecutionStart(call, turn))
         started = time.perf_counter()
         ended: ToolResult | None = None

@@ -137,29 +137,20 @@ def run_command(
     """
     context = _parse_context(context_items)
     clock = _clock_from_env()
-    outcome = asyncio.run(_run(app, message, as_json, session, store, model_spec, context, clock))
-    sys.exit(_EXIT.get(outcome, 1))
 
+    async def run() -> str:
+        async with await Agent.load(app, clock=clock, model=model_spec, store=store) as agent:
+            if as_json:
+                result = await agent.run(message, context=context, session=session, store=store)
+                click.echo(result.model_dump_json(indent=2, exclude_none=True))
+                return result.outcome.kind
+            printer = _Printer()
+            events = agent.stream(message, context=context, session=session, store=store)
+            async for event in events:
+                printer.show(event)
+            return printer.outcome
 
-async def _run(
-    app: str,
-    message: str,
-    as_json: bool,
-    session: str | None,
-    store: str | None,
-    model_spec: str | None,
-    context: dict[str, str],
-    clock: Callable[[], datetime] | None,
-) -> str:
-    async with await Agent.load(app, clock=clock, model=model_spec, store=store) as agent:
-        if as_json:
-            result = await agent.run(message, context=context, session=session, store=store)
-            click.echo(result.model_dump_json(indent=2, exclude_none=True))
-            return result.outcome.kind
-        printer = _Printer()
-        async for event in agent.stream(message, context=context, session=session, store=store):
-            printer.show(event)
-        return printer.outcome
+    sys.exit(_EXIT.get(asyncio.run(run()), 1))
 
 
 class _Printer:

@@ -343,6 +343,8 @@ class Tool:
         try:
             if timeout is None:
                 result = self.function(*args, **kwargs)
+                if self._async:
+                    result = await result
                 if type(result) not in _PLAIN:
                     result = await _settle(result, on_chunk)
             else:

@@ -15,6 +15,7 @@ import argparse
 import ast
 import importlib
 import inspect
+import itertools
 import sys
 import types
 from collections.abc import Sequence
@@ -56,7 +57,7 @@ def _attribute_docs(module: ModuleType) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     body = tree.body
-    for node, nxt in zip(body, body[1:], strict=False):
+    for node, nxt in itertools.pairwise(body):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
@@ -108,9 +109,9 @@ def _doc(module: ModuleType, name: str) -> tuple[str, str]:
     if what in {"function", "async function", "callable"}:
         own = getattr(value, "__doc__", None)
     if not own or own == type(value).__doc__:
-        own = _attribute_docs(_home(module, name, value)).get(name) or _attribute_docs(
-            module
-        ).get(name)
+        own = _attribute_docs(_home(module, name, value)).get(name) or _attribute_docs(module).get(
+            name
+        )
     if not own:  # defined elsewhere (pluggy's marker, an int): look in the kernel's modules
         own = next(
             (

@@ -168,7 +168,7 @@ def test_an_undocumented_public_name_fails_the_generator() -> None:
     gen_api = _api_generator()
     undocumented = ModuleType("fake")
     undocumented.thing = 42  # type: ignore[attr-defined]
-    with pytest.raises(gen_api.Undocumented, match="fake.thing"):
+    with pytest.raises(gen_api.Undocumented, match=r"fake\.thing"):
         gen_api._doc(undocumented, "thing")
 
 

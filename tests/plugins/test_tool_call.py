@@ -170,7 +170,7 @@ def test_ttl_refresh_over_several_requests() -> None:
     assert r70.transcript[-2].tool_call_id == pairs(r70.transcript)[-1][0]
 
 
-def test_content_a_b_a_does_not_call_while_the_newest_expiry_is_fresh() -> None:
+def test_content_a_b_a_reads_a_as_current_and_waits_for_its_expiry() -> None:
     memory, clock = Memory(), Clock()
     ttl = hook(refresh_condition={"kind": "ttl", "ttl_minutes": 10})
 
@@ -187,9 +187,11 @@ def test_content_a_b_a_does_not_call_while_the_newest_expiry_is_fresh() -> None:
         return out
 
     results = asyncio.run(go())
-    assert len(memory.calls) == 3  # +25: the replaced-in-place A carries the newest expiry
+    assert len(memory.calls) == 3  # +25: the A of +22 is fresh until +32: no call
     final = pairs(results[-1].transcript)
-    assert [c for _, c in final] == ["A", "B"]  # A replaced in place, never duplicated
+    # The history reads B then A: the current A is the last pair, and the stale
+    # first A was taken out, so no result stands twice and B never looks current.
+    assert [c for _, c in final] == ["B", "A"]
     newest = max(seamkit.injection.parse_synthetic_id(i).expiry for i, _ in final)
     assert newest == int((T0 + timedelta(minutes=32)).timestamp())
 

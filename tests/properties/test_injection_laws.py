@@ -465,11 +465,11 @@ def test_messages_outside_the_pair_are_untouched(
     history: tuple[Message, ...], sequence: list[Injection]
 ) -> None:
     """An injection makes exactly two new message objects, adjacent, or none;
-    the other messages are the input's own objects in the input's order: when
-    the output is two longer, removing the two new messages gives the input;
-    when it is as long, the input with the two replaced messages removed (at
-    the same positions) equals the output with the two new ones removed; when
-    nothing is new, the output is the input."""
+    the other messages are the input's own objects in the input's order, less
+    the pairs it replaced or took out, each a well-formed pair of the very
+    result just injected (the same name, arguments and content): nothing
+    else is ever changed, moved or dropped. When nothing is new, the output
+    is the input."""
     for before, _injection, after in run_sequence(history, sequence):
         fresh = fresh_positions(before, after)
         if not fresh:
@@ -477,12 +477,24 @@ def test_messages_outside_the_pair_are_untouched(
             continue
         assert len(fresh) == 2 and fresh[1] == fresh[0] + 1
         at = fresh[0]
+        key = pair_id(after, at)[6:24]
         rest = [*after[:at], *after[at + 2 :]]
-        if len(after) == len(before) + 2:
-            assert same_objects(rest, before)
-        else:
-            assert len(after) == len(before)
-            assert same_objects(rest, [*before[:at], *before[at + 2 :]])
+        removable = [i for i in synthetic_pairs(before) if pair_id(before, i)[6:24] == key]
+        assert _without_some_pairs(before, removable, rest), "only pairs of this result go"
+
+
+def _without_some_pairs(before: Sequence[Message], starts: list[int], rest: list[Message]) -> bool:
+    """Whether ``rest`` is ``before`` with some of the pairs at ``starts`` removed."""
+    out: list[Message] = []
+    i = j = 0
+    while i < len(before):
+        if i in starts and (j >= len(rest) or rest[j] is not before[i]):
+            i += 2  # this pair was removed
+            continue
+        out.append(before[i])
+        i += 1
+        j += 1
+    return same_objects(out, rest)
 
 
 @given(injected_histories(), sequences)
@@ -492,13 +504,12 @@ def test_frequencies_place_the_pair_as_documented(
     """The placement of the docstring of ``inject_tool_result``:
 
     - ``always``: the new pair is appended at the end;
-    - ``append_if_changed``: when a well-formed pair with the same name,
-      arguments and content exists, one of them is replaced by the new pair
-      at the same two positions (the implementation takes the last; the
-      docstring does not say which, and a history built by injections never
-      has two); else, when a pair with the same name and arguments exists,
-      the new pair is appended at the end; else it is inserted right after the
-      first user message (appended when there is no user message);
+    - ``append_if_changed``: when the *latest* well-formed pair with the same
+      name and arguments has the same content, it is replaced by the new pair
+      at the same two positions; else, when a pair with the same name and
+      arguments exists, the new pair is appended at the end and every older
+      pair with the same content is taken out; else it is inserted right after
+      the first user message (appended when there is no user message);
     - ``once``: the output is the input (same objects) when a well-formed pair
       with the same name and arguments exists; else the pair is placed as
       ``append_if_changed`` places a pair of a new identity (after the first
@@ -520,23 +531,57 @@ def test_frequencies_place_the_pair_as_documented(
                 assert same_objects(after, before)
                 continue
             replaced, at = None, after_first_user
-        elif same_key:
-            replaced = at = None  # one of same_key, checked below
+        elif same_identity and same_identity[-1] in same_key:
+            replaced, at = same_identity[-1], None
         elif same_identity:
-            replaced, at = None, end
+            kept = [m for i, m in enumerate(before) if not _in_pair(i, same_key)]
+            assert same_objects(after[: len(kept)], kept)
+            assert len(after) == len(kept) + 2
+            assert pair_id(after, len(kept))[6:24] == injection.key
+            continue
         else:
             replaced, at = None, after_first_user
 
         fresh = fresh_positions(before, after)
         assert len(fresh) == 2
         if at is None:
-            assert fresh[0] in same_key and len(after) == len(before)
-            replaced = fresh[0]
+            assert fresh[0] == replaced and len(after) == len(before)
         else:
             assert fresh[0] == at and len(after) == len(before) + 2
         if replaced is not None:
             assert same_objects(after[:replaced], before[:replaced])
             assert same_objects(after[replaced + 2 :], before[replaced + 2 :])
+
+
+def _in_pair(index: int, starts: list[int]) -> bool:
+    return any(start <= index <= start + 1 for start in starts)
+
+
+@given(
+    injected_histories(frequencies=("append_if_changed", "once")),
+    st.sampled_from(NAMES),
+    st.sampled_from(ARGUMENTS),
+    st.lists(st.sampled_from(CONTENTS), min_size=1, max_size=12),
+)
+def test_the_latest_pair_of_an_identity_carries_the_latest_content(
+    history: tuple[Message, ...], name: str, arguments: dict[str, Any], contents: list[str]
+) -> None:
+    """Injecting a sequence of contents (A, B, A, ...) with ``append_if_changed``
+    for one name and arguments: after every injection the last well-formed
+    pair of that identity carries the content just injected, and no two pairs
+    of that identity carry the same content (so the model never sees a stale
+    result after the current one)."""
+    current: Sequence[Message] = history
+    wanted = identity(name, arguments)
+    for content in contents:
+        current = seamkit.injection.inject_tool_result(
+            current, name=name, arguments=arguments, content=content
+        )
+        ours = [i for i in synthetic_pairs(current) if pair_id(current, i)[6:18] == wanted]
+        assert ours, "the pair was injected"
+        assert current[ours[-1] + 1].content == content
+        carried = [current[i + 1].content for i in ours]
+        assert len(carried) == len(set(carried)), carried
 
 
 @given(

@@ -235,13 +235,16 @@ def inject_tool_result(
 
     - ``always``: a new pair at the end (its content hash is of a random
       value, so ids practically never repeat: 24 random bits);
-    - ``append_if_changed``: a pair with the same name, arguments and content
-      is replaced in place (fresh id and expiry); else, when a pair with the
-      same name and arguments exists, the new pair goes at the end; else right
-      after the first user message (at the end when there is none);
+    - ``append_if_changed``: compared with the *latest* pair of the same name
+      and arguments: the same content refreshes that pair in place (fresh id
+      and expiry); other content goes in a new pair at the end, so the last
+      pair always carries the current result, and an older pair with that
+      same content is taken out, so no result stands twice; with no such pair
+      yet, right after the first user message (at the end when there is none);
     - ``once``: only when no pair with the same name and arguments exists.
 
-    Messages outside the replaced pair are never changed or reordered.
+    Messages outside the replaced or removed pairs are never changed or
+    reordered.
     """
     key_content = _random.token_hex(16) if frequency == "always" else content
     new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
@@ -259,15 +262,17 @@ def inject_tool_result(
     existing = _pairs(messages, identity)
     if frequency == "once":
         return out if existing else _after_first_user(out, pair)
+    if not existing:
+        return _after_first_user(out, pair)
     key = new_id[len(PREFIX) : len(PREFIX) + 18]
-    same = [index for index, parsed in existing if parsed.key == key]
-    if same:
-        index = same[-1]
+    index, latest = existing[-1]
+    if latest.key == key:
         out[index : index + 2] = pair
         return out
-    if existing:
-        return [*out, *pair]
-    return _after_first_user(out, pair)
+    for index, parsed in reversed(existing):  # from the end, so indexes stay valid
+        if parsed.key == key:
+            del out[index : index + 2]
+    return [*out, *pair]
 
 
 def _after_first_user(messages: list[Message], pair: list[Message]) -> list[Message]:

@@ -75,6 +75,7 @@ list of the messages.
 from __future__ import annotations
 
 import asyncio
+import copy
 import functools
 import gc
 import os
@@ -193,13 +194,34 @@ def _history(n: int, variant: str) -> tuple[Message, ...]:
 # --- the timed loops ----------------------------------------------------------------
 
 
-async def _dispatch(agent: Any, ctx: Any, messages: Any, reps: int) -> float:
+def _state(variant: str) -> dict[str, Any]:
+    """The session state a request of ``variant`` starts from: for
+    ``ttl_fresh`` the record that the history's pair is fresh for these
+    arguments; for the others none."""
+    state: dict[str, Any] = {}
+    if variant == "ttl_fresh":
+        digest = seamkit.injection.argument_digest(state, ARGS)
+        seamkit.injection.remember(
+            state,
+            name=TOOL,
+            arguments=ARGS,
+            digest=digest,
+            content=CONTENT,
+            expiry=T0 + timedelta(minutes=29),
+        )
+    return state
+
+
+async def _dispatch(agent: Any, ctx: Any, variant: str, messages: Any, reps: int) -> float:
     dispatch = agent._dispatcher.dispatch
-    # A new tuple per dispatch, as every request has: seamkit remembers the
-    # last scan of a tuple, which must not carry over from one request to the next.
+    # A new tuple and a new session state per dispatch, as every request has:
+    # seamkit remembers the last scan of a tuple, and a hook records freshness
+    # in the state, neither of which may carry over from one request to the next.
     copies = [tuple(list(messages)) for _ in range(reps)]
+    states = [copy.deepcopy(_state(variant)) for _ in range(reps)]
     start = time.perf_counter()
-    for batch in copies:
+    for batch, state in zip(copies, states, strict=True):
+        ctx.session_state = state
         await dispatch(HookEvent.ON_REQUEST_START, ctx, batch)
     return time.perf_counter() - start
 
@@ -297,6 +319,7 @@ class _Setup:
             if len(messages) != n:
                 raise RuntimeError(f"{variant}: history of {len(messages)}, not {n}")
             CALLS[0] = 0
+            self.ctx.session_state = _state(variant)
             dispatched = await self.agent(variant)._dispatcher.dispatch(
                 HookEvent.ON_REQUEST_START, self.ctx, messages
             )
@@ -318,7 +341,7 @@ class _Setup:
                 messages = self.histories[variant, n]
                 agent = self.agent(variant)
                 out[f"{variant}/N={n}/dispatch"] = (
-                    functools.partial(_dispatch, agent, self.ctx, messages),
+                    functools.partial(_dispatch, agent, self.ctx, variant, messages),
                     self.reps(n),
                 )
         top = self.sizes[-1]

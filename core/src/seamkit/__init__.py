@@ -148,7 +148,7 @@ _PUBLIC: dict[str, str] = {
     "FunctionToolConfig": "._function_kind",
     "AppConfig": "._manifest",
     "SessionsConfig": "._manifest",
-    "Settings": "._manifest",
+    "Settings": "._config",
     "RequestPatch": "._patch",
     "Secret": "._secret",
     "redact": "._secret",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -77,10 +78,16 @@ class Agent:
         self.exit_stack = exit_stack if exit_stack is not None else AsyncExitStack()
         """Where tool kinds register what ``async with agent`` closes."""
         build = BuildContext(
-            name, self.registry, base_dir=self.base_dir, clock=clock, exit_stack=self.exit_stack
+            name,
+            self.registry,
+            base_dir=self.base_dir,
+            clock=clock,
+            exit_stack=self.exit_stack,
+            settings=self.settings,
         )
         self.model: Model = build_model(model, build)
         self._store_spec = store
+        self._state: dict[str, Any] = {}  # session_state of runs without a session
         self._store: SessionStore | None = store if isinstance(store, SessionStore) else None
         code = ToolMap.of(tools)
         self._entries = tuple(tool_entries)
@@ -132,7 +139,9 @@ class Agent:
         sections = {
             key: value for key in registry.sections if (value := app.section(key)) is not None
         }
-        build = BuildContext(app.name, registry, ToolMap(), base_dir, clock, stack, sections)
+        build = BuildContext(
+            app.name, registry, ToolMap(), base_dir, clock, stack, sections, app.settings
+        )
         try:
             parts = await build_parts(app, build, model=model, tools=tools, hooks=hooks)
             return cls(
@@ -218,6 +227,7 @@ class Agent:
         streaming: bool,
         stream: Callable[[Event], None] | None,
         session: str | None,
+        state: dict[str, Any],
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
@@ -231,6 +241,7 @@ class Agent:
             action_context=action_context,
             tools=plan.tools,
             clock=self.clock,
+            session_state=state,
         )
         ctx.diagnostics.extend(notes)
         messages = [*_answer_dangling(history), *_messages(input)]
@@ -249,7 +260,8 @@ class Agent:
         stream: Callable[[Event], None] | None,
     ) -> RunResult:
         if session is None:
-            return await drive(await self._start(input, context, history, streaming, stream, None))
+            run = await self._start(input, context, history, streaming, stream, None, self._state)
+            return await drive(run)
         held = (
             self.session_store()
             if store is None
@@ -257,15 +269,16 @@ class Agent:
         )
         async with held.lock(session, self.settings.session_wait_seconds):
             stored = await held.load(session) or StoredSession()
+            state = copy.deepcopy(dict(stored.state))
             run = await self._start(
-                input, context, [*stored.transcript, *history], streaming, stream, session
+                input, context, [*stored.transcript, *history], streaming, stream, session, state
             )
             try:
                 return await drive(run)
             finally:
                 # Whatever the outcome (cancelled included), the run's whole
                 # transcript replaces the stored one: no message is lost.
-                await asyncio.shield(held.save(session, run.transcript, stored.state))
+                await asyncio.shield(held.save(session, run.transcript, state))
 
     async def run(
         self,

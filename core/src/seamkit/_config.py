@@ -30,7 +30,9 @@ __all__ = [
     "ModelConfig",
     "ModelSpec",
     "OnError",
+    "Placement",
     "RefreshCondition",
+    "Settings",
     "ToolConfig",
 ]
 
@@ -175,3 +177,37 @@ def split_model_spec(value: object) -> object:
 
 ModelSpec = Annotated[ModelConfig, BeforeValidator(split_model_spec)]
 """A model given as ``"<provider>:<name>"`` or as a `ModelConfig` mapping."""
+
+
+Placement = Literal["history", "stable"]
+"""Where injected tool results go: ``history`` (as the reference places them) or
+``stable`` (only at the end, never changing what the model has seen)."""
+
+
+class Settings(BaseModel):
+    """Limits and knobs of a run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = Field(default=10, gt=0, description="Model turns before the run stops.")
+    tool_concurrency: int = Field(
+        default=1, gt=0, description="Tool calls of one turn that may run at once."
+    )
+    max_invalid_tool_calls: int = Field(
+        default=3, ge=0, description="Invalid tool calls the model may retry per run."
+    )
+    run_timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Wall-clock limit of one run; none by default."
+    )
+    session_wait_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="How long a run waits for another run on the same session before it "
+        "fails with 'session busy'.",
+    )
+    placement: Placement = Field(
+        default="history",
+        description="Where hooks that inject tool results put them, unless a hook says: "
+        "'history' (refresh in place, first pair after the first user message) or 'stable' "
+        "(only ever at the end, so the model's prompt cache stays warm).",
+    )

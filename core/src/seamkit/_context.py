@@ -127,6 +127,12 @@ class HookContext:
     agent's resolved tools by final name, so a hook can call one; ``now()``
     reads the agent's clock; ``diagnostics`` collects the run's
     :class:`seamkit.Diagnostic` records (a hook may add its own).
+
+    ``session_state`` is a small JSON mapping that outlives the run: the
+    session's ``state`` (saved with its transcript, in one transaction) for a
+    run with ``session=``, else the agent's own mapping for its runs without
+    one. Hooks keep what they must remember between runs there, under a key
+    of their own (their kind's name, say).
     """
 
     __slots__ = (
@@ -137,6 +143,7 @@ class HookContext:
         "is_streaming",
         "run_id",
         "scratchpad",
+        "session_state",
         "tools",
         "turn",
     )
@@ -152,6 +159,7 @@ class HookContext:
         clock: Callable[[], datetime] = system_clock,
         turn: int = 0,
         scratchpad: Scratchpad | None = None,
+        session_state: dict[str, Any] | None = None,
     ) -> None:
         self.run_id = run_id or uuid.uuid4().hex
         self.agent_name = agent_name
@@ -162,6 +170,7 @@ class HookContext:
         self.turn = turn
         self.scratchpad = scratchpad if scratchpad is not None else Scratchpad()
         self.diagnostics: list[Any] = []
+        self.session_state: dict[str, Any] = {} if session_state is None else session_state
 
     def now(self) -> datetime:
         """The current time from the agent's clock (an aware datetime)."""

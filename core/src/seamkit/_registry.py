@@ -20,7 +20,7 @@ import pluggy
 from pydantic import BaseModel
 
 from . import hookspecs
-from ._config import HookConfig, KindConfig, ModelConfig, RefreshCondition, ToolConfig
+from ._config import HookConfig, KindConfig, ModelConfig, RefreshCondition, Settings, ToolConfig
 from ._errors import PluginError
 from ._events import PROJECT, HookEvent
 from ._tool import Tool
@@ -55,7 +55,9 @@ class BuildContext:
     ``tools`` is the agent's resolved tool map (empty while tool kinds
     themselves run); ``exit_stack`` closes with the agent (``async with
     agent``), so register connections and subprocesses there; ``sections``
-    holds the manifest's plugin-owned sections by key.
+    holds the manifest's plugin-owned sections by key; ``settings`` are the
+    app's run settings (a hook kind reads its defaults there, such as
+    ``settings.placement``).
     """
 
     app_name: str
@@ -65,6 +67,7 @@ class BuildContext:
     clock: Callable[[], datetime] | None = None
     exit_stack: AsyncExitStack = field(default_factory=AsyncExitStack)
     sections: Mapping[str, BaseModel] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
 
     def section(self, key: str) -> BaseModel | None:
         """The manifest section ``key`` (validated by its registered model), or ``None``."""
@@ -80,6 +83,7 @@ class BuildContext:
             self.clock,
             self.exit_stack,
             self.sections,
+            self.settings,
         )
 
 

@@ -12,34 +12,51 @@ characters (OpenAI's limit)::
 ``json.dumps(arguments, sort_keys=True)`` of the arguments as written (secrets
 as their ``${secret:...}`` text); ``expiry`` is Unix seconds in hex. The first
 12 hex digits identify name and arguments, all 18 name, arguments and content.
+Under ``stable`` placement a pair that repeats an older pair's content gets
+``_r{n}`` instead of an expiry, so no two pairs share an id.
+
+Freshness lives in the session's state (`HookContext.session_state`), not
+only in the history: :func:`remember` records, per name and arguments, the
+content injected, its expiry and a keyed digest of the *rendered* argument
+values (HMAC-SHA256 under a random key kept in the same state), and
+:func:`is_fresh` holds a result fresh only for the same rendered values. So a
+result fetched for one user is never served to another, and no rendered value
+or secret is stored in clear.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import json
 import math
 import re
 import secrets as _random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter
 from typing import Any, Literal
 
-from ._secret import as_json
+from ._config import Placement
+from ._secret import Secret, as_json
 from ._types import Message, MessageToolCall
 
 __all__ = [
     "MAX_ID",
     "PREFIX",
+    "STATE_KEY",
     "Frequency",
+    "Placement",
     "SyntheticId",
+    "argument_digest",
     "freshest_expiry",
     "inject_tool_result",
     "injected_results",
+    "is_fresh",
     "parse_synthetic_id",
+    "remember",
     "synthetic_id",
 ]
 
@@ -225,6 +242,7 @@ def inject_tool_result(
     frequency: Frequency = "append_if_changed",
     expiry: datetime | int | None = None,
     shown_arguments: Mapping[str, Any] | None = None,
+    placement: Placement = "history",
 ) -> list[Message]:
     """``messages`` with a pair for a call of tool ``name`` with ``arguments``
     that returned ``content``.
@@ -244,35 +262,128 @@ def inject_tool_result(
     - ``once``: only when no pair with the same name and arguments exists.
 
     Messages outside the replaced or removed pairs are never changed or
-    reordered.
+    reordered. With ``placement="stable"`` no message already in ``messages``
+    is ever changed, moved or removed: a first pair goes at the end too, an
+    unchanged latest result is left as it is (not re-stamped), and a changed
+    one is appended.
     """
+    stable = placement == "stable"
     key_content = _random.token_hex(16) if frequency == "always" else content
     new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
     shown = json.dumps(
         shown_arguments if shown_arguments is not None else arguments, default=as_json
     )
-    pair = [
-        Message.assistant("", [MessageToolCall.make(new_id, name, shown)]),
-        Message.tool(new_id, content),
-    ]
     out = list(messages)
     if frequency == "always":
-        return [*out, *pair]
+        return [*out, *_pair(new_id, name, shown, content)]
     identity = new_id[len(PREFIX) : len(PREFIX) + 12]
     existing = _pairs(messages, identity)
-    if frequency == "once":
-        return out if existing else _after_first_user(out, pair)
+    if frequency == "once" and existing:
+        return out
     if not existing:
-        return _after_first_user(out, pair)
+        pair = _pair(new_id, name, shown, content)
+        return [*out, *pair] if stable else _after_first_user(out, pair)
     key = new_id[len(PREFIX) : len(PREFIX) + 18]
     index, latest = existing[-1]
     if latest.key == key:
-        out[index : index + 2] = pair
+        if not stable:
+            out[index : index + 2] = _pair(new_id, name, shown, content)
         return out
-    for index, parsed in reversed(existing):  # from the end, so indexes stay valid
-        if parsed.key == key:
-            del out[index : index + 2]
-    return [*out, *pair]
+    repeats = [i for i, parsed in existing if parsed.key == key]
+    if stable:
+        if repeats and expiry is None:
+            new_id = f"{PREFIX}{key}_r{len(repeats)}"
+        return [*out, *_pair(new_id, name, shown, content)]
+    for index in reversed(repeats):  # from the end, so the indexes stay valid
+        del out[index : index + 2]
+    return [*out, *_pair(new_id, name, shown, content)]
+
+
+def _pair(call_id: str, name: str, shown: str, content: str) -> list[Message]:
+    return [
+        Message.assistant("", [MessageToolCall.make(call_id, name, shown)]),
+        Message.tool(call_id, content),
+    ]
+
+
+# --- freshness, kept in the session's state ---------------------------------------
+
+STATE_KEY = "seamkit.injection"
+"""The key of `HookContext.session_state` under which injection keeps its
+digest key and its freshness records."""
+
+
+def _records(state: MutableMapping[str, Any]) -> dict[str, Any]:
+    held = state.get(STATE_KEY)
+    if not isinstance(held, dict):
+        held = state[STATE_KEY] = {}
+    return held
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Secret):
+        return value.get_secret_value()
+    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+
+
+def argument_digest(state: MutableMapping[str, Any], arguments: Mapping[str, Any]) -> str:
+    """A keyed digest of the *rendered* ``arguments`` (secrets by their value):
+    HMAC-SHA256 under a random key kept in ``state`` (made on first use), so
+    equal values give equal digests in one session and nothing can be read
+    back from it."""
+    held = _records(state)
+    key = held.get("key")
+    if not isinstance(key, str):
+        key = held["key"] = _random.token_hex(32)
+    text = json.dumps(arguments, sort_keys=True, default=_plain)
+    return hmac.new(bytes.fromhex(key), text.encode("utf-8"), "sha256").hexdigest()[:32]
+
+
+def remember(
+    state: MutableMapping[str, Any],
+    *,
+    name: str,
+    arguments: Mapping[str, Any],
+    digest: str,
+    content: str,
+    expiry: datetime | int | None,
+) -> None:
+    """Record that ``content`` was fetched for the rendered values behind
+    ``digest`` and stays fresh until ``expiry``."""
+    identity = _h6(name) + _h6(arguments_text(arguments))
+    fresh = _records(state).setdefault("fresh", {})
+    fresh[identity] = {
+        "digest": digest,
+        "content": _h6(content),
+        "expiry": _expiry_seconds(expiry),
+    }
+
+
+def is_fresh(
+    state: Mapping[str, Any],
+    messages: Sequence[Message],
+    *,
+    name: str,
+    arguments: Mapping[str, Any],
+    digest: str,
+    now: datetime,
+) -> bool:
+    """Whether the latest pair of this name and arguments in ``messages`` is
+    a result :func:`remember` recorded for the same rendered values (the same
+    ``digest``) whose expiry is still ahead of ``now``."""
+    identity = _h6(name) + _h6(arguments_text(arguments))
+    held = state.get(STATE_KEY)
+    record = held.get("fresh", {}).get(identity) if isinstance(held, dict) else None
+    if not isinstance(record, dict) or record.get("digest") != digest:
+        return False
+    expiry = record.get("expiry")
+    if not isinstance(expiry, int) or expiry <= now.timestamp():
+        return False
+    existing = _pairs(messages, identity)
+    if not existing:
+        return False
+    answer = messages[existing[-1][0] + 1].content  # the latest pair's tool message
+    return isinstance(answer, str) and _h6(answer) == record.get("content")
 
 
 def _after_first_user(messages: list[Message], pair: list[Message]) -> list[Message]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._config import Placement, Settings
 from .._registry import Registry
-from ._app import AppConfig, Placement, SessionsConfig, Settings
+from ._app import AppConfig, SessionsConfig
 from ._build import manifest_schema as _schema_for
 from ._read import locate_problems, read_document
 

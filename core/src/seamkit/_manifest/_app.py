@@ -5,41 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from os import PathLike
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from .._config import HookConfig, ModelSpec, ToolConfig
+from .._config import HookConfig, ModelSpec, Placement, Settings, ToolConfig
 from .._registry import Registry
 from ._build import app_model
 from ._load import load_manifest
 
 __all__ = ["AppConfig", "Placement", "SessionsConfig", "Settings"]
-
-Placement = Literal["history", "stable"]
-
-
-class Settings(BaseModel):
-    """Limits and knobs of a run."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    max_turns: int = Field(default=10, gt=0, description="Model turns before the run stops.")
-    tool_concurrency: int = Field(
-        default=1, gt=0, description="Tool calls of one turn that may run at once."
-    )
-    max_invalid_tool_calls: int = Field(
-        default=3, ge=0, description="Invalid tool calls the model may retry per run."
-    )
-    run_timeout_seconds: float | None = Field(
-        default=None, gt=0, description="Wall-clock limit of one run; none by default."
-    )
-    session_wait_seconds: float = Field(
-        default=10.0,
-        ge=0,
-        description="How long a run waits for another run on the same session before it "
-        "fails with 'session busy'.",
-    )
 
 
 class SessionsConfig(BaseModel):

@@ -53,14 +53,20 @@ class ToolCallHookConfig(seamkit.HookConfig):
     )
     refresh_condition: seamkit.AnyRefreshCondition | None = Field(
         default=None,
-        description="on_request_start only: while the newest injected result is fresh, "
-        "the tool is not called again.",
+        description="on_request_start only: while the latest injected result is fresh, "
+        "and the arguments render to the same values, the tool is not called again.",
+    )
+    placement: seamkit.injection.Placement | None = Field(
+        default=None,
+        description="on_request_start only: 'history' (refresh in place; a first pair "
+        "after the first user message) or 'stable' (only ever at the end, so the model's "
+        "prompt cache stays warm). Default: settings.placement.",
     )
 
     @model_validator(mode="after")
     def _check_event(self) -> ToolCallHookConfig:
         if self.event == "on_completion":
-            for field in ("frequency", "refresh_condition"):
+            for field in ("frequency", "refresh_condition", "placement"):
                 if getattr(self, field) is not None:
                     raise ValueError(
                         f"{field} is only for on_request_start: at on_completion the tool "
@@ -119,27 +125,38 @@ class ToolCallHook:
         self.tool: seamkit.Tool = tool
         self.final_name = final
         self.frequency: seamkit.injection.Frequency = config.frequency or "append_if_changed"
+        self.placement: seamkit.injection.Placement = config.placement or build.settings.placement
 
     @seamkit.hookimpl
     async def on_request_start(
         self, ctx: seamkit.HookContext, messages: Sequence[seamkit.Message]
     ) -> RewriteMessages | None:
-        """Call the tool (unless its last result is still fresh) and inject it."""
+        """Call the tool (unless its latest result is still fresh for the same
+        rendered arguments) and inject it."""
         config = self.config
+        injection = seamkit.injection
         condition = config.refresh_condition
         now = ctx.now()
-        if self.frequency == "once" and seamkit.injection.injected_results(
+        if self.frequency == "once" and injection.injected_results(
             messages, self.final_name, config.arguments
         ):
             return None  # already injected: no need to call the tool
-        if condition is not None:
-            newest = seamkit.injection.freshest_expiry(messages, self.final_name, config.arguments)
-            if newest is not None and newest > now.timestamp():
-                return None
         values = {"user_message": _last_user(messages), "run_id": ctx.run_id}
-        result = await self._call(ctx, values)
+        arguments = _render(config.arguments, ctx, values, shown=False)
+        state = ctx.session_state
+        digest = injection.argument_digest(state, arguments)
+        if condition is not None and injection.is_fresh(
+            state,
+            messages,
+            name=self.final_name,
+            arguments=config.arguments,
+            digest=digest,
+            now=now,
+        ):
+            return None
+        result = await self._call(arguments, ctx)
         expiry = condition.expiry(now) if condition is not None else None
-        injected = seamkit.injection.inject_tool_result(
+        injected = injection.inject_tool_result(
             messages,
             name=self.final_name,
             arguments=config.arguments,
@@ -147,6 +164,15 @@ class ToolCallHook:
             frequency=self.frequency,
             expiry=expiry,
             shown_arguments=_render(config.arguments, ctx, values, shown=True),
+            placement=self.placement,
+        )
+        injection.remember(
+            state,
+            name=self.final_name,
+            arguments=config.arguments,
+            digest=digest,
+            content=result.content,
+            expiry=expiry,
         )
         return RewriteMessages(injected)
 
@@ -158,10 +184,11 @@ class ToolCallHook:
             "output": result.output or "",
             "run_id": ctx.run_id,
         }
-        await self._call(ctx, values)
+        await self._call(_render(self.config.arguments, ctx, values, shown=False), ctx)
 
-    async def _call(self, ctx: seamkit.HookContext, values: dict[str, Any]) -> seamkit.ToolResult:
-        arguments = _render(self.config.arguments, ctx, values, shown=False)
+    async def _call(
+        self, arguments: dict[str, Any], ctx: seamkit.HookContext
+    ) -> seamkit.ToolResult:
         try:
             result = await self.tool.call(arguments, ctx.action_context)
         except seamkit.InvalidToolCall as exc:

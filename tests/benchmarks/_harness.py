@@ -145,9 +145,9 @@ def problems(res: Any) -> list[str]:
         out += [f"figure {label}: missing key {k!r}" for k in FIGURE_KEYS if k not in f]
         if any(k not in f for k in FIGURE_KEYS):
             continue
-        for k in ("median", "min", "ratio"):
-            if not _positive_finite(f[k]):
-                out.append(f"figure {label}: {k} = {f[k]!r} is not positive and finite")
+        for k in ("median", "min", "ratio"):  # a count or a share may be zero
+            if not (_positive_finite(f[k]) or f[k] == 0):
+                out.append(f"figure {label}: {k} = {f[k]!r} is not non-negative and finite")
         if not (isinstance(f["n"], int) and f["n"] > 0):
             out.append(f"figure {label}: n = {f['n']!r} is not a positive int")
         if f["target"] is None:

@@ -189,9 +189,10 @@ def test_content_a_b_a_reads_a_as_current_and_waits_for_its_expiry() -> None:
     results = asyncio.run(go())
     assert len(memory.calls) == 3  # +25: the A of +22 is fresh until +32: no call
     final = pairs(results[-1].transcript)
-    # The history reads B then A: the current A is the last pair, and the stale
-    # first A was taken out, so no result stands twice and B never looks current.
-    assert [c for _, c in final] == ["B", "A"]
+    # The history ends with A, the current result, never with the stale B; the
+    # first A stays where it was (nothing already sent moves), with its own id.
+    assert [c for _, c in final] == ["A", "B", "A"]
+    assert len({i for i, _ in final}) == 3
     newest = max(seamkit.injection.parse_synthetic_id(i).expiry for i, _ in final)
     assert newest == int((T0 + timedelta(minutes=32)).timestamp())
 

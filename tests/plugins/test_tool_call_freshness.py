@@ -4,6 +4,7 @@ the stable placement never changes what the model has already seen."""
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,19 @@ def test_settings_placement_is_the_default_and_a_bad_value_names_the_hook() -> N
     # message instead of going after the first user message.
     assert [m.role for m in transcript[:3]] == ["user", "assistant", "user"]
     assert transcript[3].tool_calls and transcript[4].role == "tool"
+
+
+def test_rendered_values_stay_out_of_ids_and_stored_state(tmp_path: Path) -> None:
+    memory, clock = Memory(), Clock()
+    entry = hook(refresh_condition={"kind": "ttl", "ttl_minutes": 30})
+    agent = asyncio.run(agent_for([entry], memory, clock, 1))
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
+    user = "zanzibar-7731"
+    result = asyncio.run(agent.run("hi", context={"user": user}, session="s", store=store))
+    stored = asyncio.run(store.load("s"))
+    assert stored is not None
+    assert user not in json.dumps(stored.state)
+    assert all(user not in call_id for call_id, _ in pairs(result.transcript))
+    # What the model is shown is the call as made (secrets masked), as in the reference.
+    call = next(m for m in result.transcript if m.tool_calls)
+    assert user in call.tool_calls[0].function.arguments

@@ -171,7 +171,9 @@ def injections(
 
 # --- which pairs are well formed (decided here, not by the library) -------------------
 
-GRAMMAR = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_([0-9a-f]{8,}))?")
+GRAMMAR = re.compile(r"synth_([0-9a-f]{6})([0-9a-f]{6})([0-9a-f]{6})(?:_(.*))?", re.DOTALL)
+"""DESIGN.md: an id whose part after ``_`` is not an expiry is still an id,
+without an expiry (``_r{n}`` marks a repeat of an older result)."""
 
 
 def synthetic_pairs(history: Sequence[Message]) -> list[int]:
@@ -201,7 +203,8 @@ def pair_id(history: Sequence[Message], index: int) -> str:
 def id_expiry(call_id: str) -> int | None:
     match = GRAMMAR.fullmatch(call_id)
     assert match is not None
-    return None if match.group(4) is None else int(match.group(4), 16)
+    raw = match.group(4)
+    return int(raw, 16) if raw is not None and re.fullmatch(r"[0-9a-f]{8,}", raw) else None
 
 
 def same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
@@ -433,7 +436,9 @@ def test_every_injected_pair_is_well_formed(
     tool message whose tool_call_id is the call's id and whose content is the
     result; the id has at most 40 characters and parses to the injection's
     name and arguments hashes and expiry (and content hash, but for
-    ``always``). No secret value is ever in the messages."""
+    ``always``), or, when another pair has that id already, to the same hashes
+    with the suffix ``_r{n}`` and no expiry. No secret value is ever in the
+    messages."""
     for before, injection, after in run_sequence(history, sequence):
         fresh = fresh_positions(before, after)
         if not fresh:
@@ -450,12 +455,19 @@ def test_every_injected_pair_is_well_formed(
         assert len(call.id) <= 40 and fresh[0] in synthetic_pairs(after)
         parsed = seamkit.injection.parse_synthetic_id(call.id)
         assert parsed is not None and parsed.identity == injection.identity
-        assert parsed.expiry == injection.expiry
-        if injection.frequency != "always":
+        if injection.frequency == "always":
+            assert parsed.expiry == injection.expiry
+        else:
             assert parsed.key == injection.key
-            assert call.id == seamkit.injection.synthetic_id(
+            made = seamkit.injection.synthetic_id(
                 injection.name, injection.arguments, injection.content, expiry=injection.expiry
             )
+            if call.id == made:
+                assert parsed.expiry == injection.expiry
+            else:  # another pair has that id: a repeat of an older result
+                others = {pair_id(after, i) for i in synthetic_pairs(after) if i != fresh[0]}
+                assert made in others and parsed.expiry is None
+                assert re.fullmatch(f"synth_{injection.key}_r[0-9]+", call.id)
         dumped = call_message.model_dump_json() + tool_message.model_dump_json()
         assert not any(secret in dumped for secret in SECRET_VALUES)
 
@@ -465,11 +477,11 @@ def test_messages_outside_the_pair_are_untouched(
     history: tuple[Message, ...], sequence: list[Injection]
 ) -> None:
     """An injection makes exactly two new message objects, adjacent, or none;
-    the other messages are the input's own objects in the input's order, less
-    the pairs it replaced or took out, each a well-formed pair of the very
-    result just injected (the same name, arguments and content): nothing
-    else is ever changed, moved or dropped. When nothing is new, the output
-    is the input."""
+    the other messages are the input's own objects in the input's order: when
+    the output is two longer, removing the two new messages gives the input;
+    when it is as long, the input with the two replaced messages removed (at
+    the same positions) equals the output with the two new ones removed; when
+    nothing is new, the output is the input."""
     for before, _injection, after in run_sequence(history, sequence):
         fresh = fresh_positions(before, after)
         if not fresh:
@@ -477,24 +489,12 @@ def test_messages_outside_the_pair_are_untouched(
             continue
         assert len(fresh) == 2 and fresh[1] == fresh[0] + 1
         at = fresh[0]
-        key = pair_id(after, at)[6:24]
         rest = [*after[:at], *after[at + 2 :]]
-        removable = [i for i in synthetic_pairs(before) if pair_id(before, i)[6:24] == key]
-        assert _without_some_pairs(before, removable, rest), "only pairs of this result go"
-
-
-def _without_some_pairs(before: Sequence[Message], starts: list[int], rest: list[Message]) -> bool:
-    """Whether ``rest`` is ``before`` with some of the pairs at ``starts`` removed."""
-    out: list[Message] = []
-    i = j = 0
-    while i < len(before):
-        if i in starts and (j >= len(rest) or rest[j] is not before[i]):
-            i += 2  # this pair was removed
-            continue
-        out.append(before[i])
-        i += 1
-        j += 1
-    return same_objects(out, rest)
+        if len(after) == len(before) + 2:
+            assert same_objects(rest, before)
+        else:
+            assert len(after) == len(before)
+            assert same_objects(rest, [*before[:at], *before[at + 2 :]])
 
 
 @given(injected_histories(), sequences)
@@ -507,9 +507,9 @@ def test_frequencies_place_the_pair_as_documented(
     - ``append_if_changed``: when the *latest* well-formed pair with the same
       name and arguments has the same content, it is replaced by the new pair
       at the same two positions; else, when a pair with the same name and
-      arguments exists, the new pair is appended at the end and every older
-      pair with the same content is taken out; else it is inserted right after
-      the first user message (appended when there is no user message);
+      arguments exists, the new pair is appended at the end; else it is
+      inserted right after the first user message (appended when there is no
+      user message);
     - ``once``: the output is the input (same objects) when a well-formed pair
       with the same name and arguments exists; else the pair is placed as
       ``append_if_changed`` places a pair of a new identity (after the first
@@ -534,11 +534,7 @@ def test_frequencies_place_the_pair_as_documented(
         elif same_identity and same_identity[-1] in same_key:
             replaced, at = same_identity[-1], None
         elif same_identity:
-            kept = [m for i, m in enumerate(before) if not _in_pair(i, same_key)]
-            assert same_objects(after[: len(kept)], kept)
-            assert len(after) == len(kept) + 2
-            assert pair_id(after, len(kept))[6:24] == injection.key
-            continue
+            replaced, at = None, end
         else:
             replaced, at = None, after_first_user
 
@@ -553,10 +549,6 @@ def test_frequencies_place_the_pair_as_documented(
             assert same_objects(after[replaced + 2 :], before[replaced + 2 :])
 
 
-def _in_pair(index: int, starts: list[int]) -> bool:
-    return any(start <= index <= start + 1 for start in starts)
-
-
 @given(
     injected_histories(frequencies=("append_if_changed", "once")),
     st.sampled_from(NAMES),
@@ -568,9 +560,8 @@ def test_the_latest_pair_of_an_identity_carries_the_latest_content(
 ) -> None:
     """Injecting a sequence of contents (A, B, A, ...) with ``append_if_changed``
     for one name and arguments: after every injection the last well-formed
-    pair of that identity carries the content just injected, and no two pairs
-    of that identity carry the same content (so the model never sees a stale
-    result after the current one)."""
+    pair of that identity carries the content just injected (so the model never
+    sees a stale result after the current one), and no two pairs share an id."""
     current: Sequence[Message] = history
     wanted = identity(name, arguments)
     for content in contents:
@@ -580,25 +571,23 @@ def test_the_latest_pair_of_an_identity_carries_the_latest_content(
         ours = [i for i in synthetic_pairs(current) if pair_id(current, i)[6:18] == wanted]
         assert ours, "the pair was injected"
         assert current[ours[-1] + 1].content == content
-        carried = [current[i + 1].content for i in ours]
-        assert len(carried) == len(set(carried)), carried
+        ids = [pair_id(current, i) for i in ours]
+        assert len(ids) == len(set(ids)), ids
 
 
 @given(
     injected_histories(frequencies=("append_if_changed", "once")),
     st.lists(injections(("append_if_changed", "once")), min_size=1, max_size=6),
 )
-def test_append_if_changed_never_holds_two_pairs_of_one_result(
+def test_append_if_changed_never_holds_two_pairs_with_one_id(
     history: tuple[Message, ...], sequence: list[Injection]
 ) -> None:
     """In a history whose synthetic pairs all come from ``append_if_changed``
-    and ``once`` injections (malformed near-pairs aside), there are never two
-    well-formed pairs with the same name, arguments and content, after every
-    injection of a sequence of ``append_if_changed`` and ``once`` injections.
-    (``always`` adds such duplicates by design; ``once`` adds nothing when the
-    name and arguments are present, so it never duplicates.) Name, arguments
-    and content are the pool values a pair's key was made from, checked
-    against its messages."""
+    and ``once`` injections (malformed near-pairs aside), no two well-formed
+    pairs share an id, after every injection of a sequence of
+    ``append_if_changed`` and ``once`` injections (a result that returns to an
+    earlier content gets the ``_r{n}`` suffix). Every pair's name and content
+    are the pool values its key was made from, checked against its messages."""
     for current in [history, *(after for _, _, after in run_sequence(history, sequence))]:
         seen = []
         for index in synthetic_pairs(current):
@@ -607,7 +596,7 @@ def test_append_if_changed_never_holds_two_pairs_of_one_result(
             calls = current[index].tool_calls
             assert calls is not None and calls[0].function.name == triple[0]
             assert current[index + 1].content == triple[2]
-            seen.append(triple)
+            seen.append(call_id)
         assert len(seen) == len(set(seen)), seen
 
 
@@ -650,3 +639,36 @@ def test_freshest_expiry_is_the_largest_of_the_well_formed_pairs_of_that_identit
     assert seamkit.injection.freshest_expiry(current, name, arguments) == (
         max(found) if found else None
     )
+
+
+@given(injected_histories(), st.lists(injections(), min_size=1, max_size=8))
+def test_stable_placement_only_ever_appends(
+    history: tuple[Message, ...], sequence: list[Injection]
+) -> None:
+    """Under ``placement="stable"`` every injection's output begins with its
+    input, the same objects in the same order (nothing already sent is
+    changed, moved or removed); it adds one pair at the end or nothing; after
+    an ``append_if_changed`` injection the last pair of its identity carries
+    its content; and no two well-formed pairs ever share an id."""
+    current: Sequence[Message] = history
+    for injection in sequence:
+        after = seamkit.injection.inject_tool_result(
+            current,
+            name=injection.name,
+            arguments=injection.arguments,
+            content=injection.content,
+            frequency=injection.frequency,
+            expiry=injection.expiry,
+            placement="stable",
+        )
+        assert same_objects(after[: len(current)], current)
+        assert len(after) in (len(current), len(current) + 2)
+        if injection.frequency == "append_if_changed":
+            ours = [
+                i for i in synthetic_pairs(after) if pair_id(after, i)[6:18] == injection.identity
+            ]
+            assert after[ours[-1] + 1].content == injection.content
+        new_ids = [pair_id(after, i) for i in synthetic_pairs(after)]
+        old_ids = [pair_id(current, i) for i in synthetic_pairs(current)]
+        assert len(new_ids) - len(set(new_ids)) <= len(old_ids) - len(set(old_ids))
+        current = after

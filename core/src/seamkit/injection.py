@@ -12,8 +12,9 @@ characters (OpenAI's limit)::
 ``json.dumps(arguments, sort_keys=True)`` of the arguments as written (secrets
 as their ``${secret:...}`` text); ``expiry`` is Unix seconds in hex. The first
 12 hex digits identify name and arguments, all 18 name, arguments and content.
-Under ``stable`` placement a pair that repeats an older pair's content gets
-``_r{n}`` instead of an expiry, so no two pairs share an id.
+A new pair whose id an older pair already has (a result that returns to an
+earlier content) gets ``_r{n}`` instead of an expiry (its freshness is in the
+state), so no two pairs share an id.
 
 Freshness lives in the session's state (`HookContext.session_state`), not
 only in the history: :func:`remember` records, per name and arguments, the
@@ -256,13 +257,15 @@ def inject_tool_result(
     - ``append_if_changed``: compared with the *latest* pair of the same name
       and arguments: the same content refreshes that pair in place (fresh id
       and expiry); other content goes in a new pair at the end, so the last
-      pair always carries the current result, and an older pair with that
-      same content is taken out, so no result stands twice; with no such pair
-      yet, right after the first user message (at the end when there is none);
+      pair always carries the current result (after A, B, A the history ends
+      with A); with no such pair yet, right after the first user message (at
+      the end when there is none);
     - ``once``: only when no pair with the same name and arguments exists.
 
-    Messages outside the replaced or removed pairs are never changed or
-    reordered. With ``placement="stable"`` no message already in ``messages``
+    Messages outside the replaced pair are never changed or reordered, and no
+    two pairs share an id (a new pair whose id an older one has gets the
+    suffix ``_r{n}`` instead of its expiry; its freshness is in the state).
+    With ``placement="stable"`` no message already in ``messages``
     is ever changed, moved or removed: a first pair goes at the end too, an
     unchanged latest result is left as it is (not re-stamped), and a changed
     one is appended.
@@ -287,16 +290,31 @@ def inject_tool_result(
     index, latest = existing[-1]
     if latest.key == key:
         if not stable:
+            new_id = _own_id(new_id, key, messages, existing[:-1])
             out[index : index + 2] = _pair(new_id, name, shown, content)
         return out
-    repeats = [i for i, parsed in existing if parsed.key == key]
-    if stable:
-        if repeats and expiry is None:
-            new_id = f"{PREFIX}{key}_r{len(repeats)}"
-        return [*out, *_pair(new_id, name, shown, content)]
-    for index in reversed(repeats):  # from the end, so the indexes stay valid
-        del out[index : index + 2]
+    new_id = _own_id(new_id, key, messages, existing)
     return [*out, *_pair(new_id, name, shown, content)]
+
+
+def _own_id(
+    new_id: str, key: str, messages: Sequence[Message], others: list[tuple[int, SyntheticId]]
+) -> str:
+    """``new_id``, or, when one of the ``others`` pairs has it already (a result
+    returning to an earlier content), ``synth_{key}_r{n}`` with the first
+    ``n`` no other pair has."""
+    taken = {_call_id(messages, i) for i, _ in others}
+    if new_id not in taken:
+        return new_id
+    n = sum(1 for _, parsed in others if parsed.key == key)
+    while f"{PREFIX}{key}_r{n}" in taken:
+        n += 1
+    return f"{PREFIX}{key}_r{n}"
+
+
+def _call_id(messages: Sequence[Message], index: int) -> str:
+    calls = messages[index].tool_calls
+    return calls[0].id if calls else ""
 
 
 def _pair(call_id: str, name: str, shown: str, content: str) -> list[Message]:
@@ -336,7 +354,7 @@ def argument_digest(state: MutableMapping[str, Any], arguments: Mapping[str, Any
     if not isinstance(key, str):
         key = held["key"] = _random.token_hex(32)
     text = json.dumps(arguments, sort_keys=True, default=_plain)
-    return hmac.new(bytes.fromhex(key), text.encode("utf-8"), "sha256").hexdigest()[:32]
+    return hmac.digest(bytes.fromhex(key), text.encode("utf-8"), "sha256").hex()[:32]
 
 
 def remember(

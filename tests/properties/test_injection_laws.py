@@ -124,7 +124,9 @@ class Injection:
     frequency: seamkit.injection.Frequency
     expiry: int | None
 
-    def apply(self, history: Sequence[Message]) -> list[Message]:
+    def apply(
+        self, history: Sequence[Message], placement: seamkit.injection.Placement = "history"
+    ) -> list[Message]:
         return seamkit.injection.inject_tool_result(
             history,
             name=self.name,
@@ -132,6 +134,7 @@ class Injection:
             content=self.content,
             frequency=self.frequency,
             expiry=self.expiry,
+            placement=placement,
         )
 
     @property
@@ -652,15 +655,7 @@ def test_stable_placement_only_ever_appends(
     its content; and no two well-formed pairs ever share an id."""
     current: Sequence[Message] = history
     for injection in sequence:
-        after = seamkit.injection.inject_tool_result(
-            current,
-            name=injection.name,
-            arguments=injection.arguments,
-            content=injection.content,
-            frequency=injection.frequency,
-            expiry=injection.expiry,
-            placement="stable",
-        )
+        after = injection.apply(current, placement="stable")
         assert same_objects(after[: len(current)], current)
         assert len(after) in (len(current), len(current) + 2)
         if injection.frequency == "append_if_changed":

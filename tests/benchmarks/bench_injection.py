@@ -203,10 +203,10 @@ def _state(variant: str) -> dict[str, Any]:
         digest = seamkit.injection.argument_digest(state, ARGS)
         seamkit.injection.remember(
             state,
+            _history(10, variant),
             name=TOOL,
             arguments=ARGS,
             digest=digest,
-            content=CONTENT,
             expiry=T0 + timedelta(minutes=29),
         )
     return state

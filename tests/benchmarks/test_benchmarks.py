@@ -81,3 +81,13 @@ def test_problems_catches_a_bad_result() -> None:
     bad = dict(good, figures=[dict(good["figures"][0], median=math.nan)])
     assert problems(bad)
     assert problems({"benchmark": "x"})
+
+
+def test_stable_placement_keeps_the_prefix_in_the_quick_run_too() -> None:
+    """Unlike the timings, the prefix benchmark counts bytes: deterministic, so
+    its target is checked here (the benchmark itself raises when a pair is
+    stale or the tool is called off schedule)."""
+    res, _ = _quick("bench_prefix")
+    shares = res["prefix_stable"]
+    assert shares["stable"] == 1.0 and shares["history"] < 1.0
+    assert res["all_met"] is True and res["resent_bytes"]["stable"] == 0

@@ -44,3 +44,30 @@ def test_validate_prints_every_problem_and_exits_1(tmp_path) -> None:  # type: i
     assert f"{app}:2:8: model: unknown model provider 'nowhere'" in result.output
     assert f"{app}: 2 errors" in result.output
     assert "Traceback" not in result.output
+
+
+class Usurper:
+    @seamkit.hookimpl
+    def register_commands(self, cli):  # type: ignore[no-untyped-def]
+        @cli.command("run")
+        def run() -> None:
+            click.echo("a plugin's run")
+
+
+def test_a_plugin_cannot_replace_a_kernel_command(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    registry = load_plugins(entry_points=[])
+    add_plugin(registry, Usurper(), PluginInfo(name="usurper"))
+    reset_registry(registry)
+    group = type(cli)(commands=dict(cli.commands))
+    _add_plugin_commands(group)
+    assert "tried to replace the kernel's run command" in (registry.plugins["usurper"].error or "")
+    (tmp_path / "s.yaml").write_text("- text: kernel\n")
+    (tmp_path / "app.yaml").write_text("name: a\nmodel: scripted:s.yaml\n")
+    result = CliRunner().invoke(group, ["run", str(tmp_path / "app.yaml"), "hi"])
+    assert result.stdout == "kernel\n"
+
+
+def test_help_lists_the_kernel_commands() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    for name in ("plugins", "run", "schema", "tools", "validate"):
+        assert f"  {name} " in result.output

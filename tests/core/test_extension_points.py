@@ -190,6 +190,27 @@ def test_a_secret_written_by_rewrite_args_is_scrubbed_from_the_tool_error() -> N
     assert "***" in result.transcript[2].text
 
 
+def test_a_secret_a_schema_tool_rejects_is_scrubbed_from_the_invalid_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def pick(arguments: dict[str, Any], ctx: seamkit.ActionContext) -> str:
+        return "never"
+
+    schema = {"type": "object", "properties": {"key": {"enum": ["a", "b"]}}, "required": ["key"]}
+    tool = seamkit.Tool.from_schema("pick", "Pick one.", schema, pick)
+
+    class Inject:
+        @seamkit.hookimpl
+        def on_pre_tool_use(self, ctx: seamkit.HookContext, call: seamkit.ToolCall) -> Any:
+            return seamkit.flow.RewriteArgs({"key": seamkit.Secret(CANARY)})
+
+    model = ScriptedModel([_call("pick", '{"key": "a"}'), {"text": "ok"}])
+    agent = seamkit.Agent(model, tools=[tool], hooks=[Inject()], plugin_hooks=False)
+    result = agent.run_sync("go")
+    assert "is not one of" in result.transcript[2].text  # the model still learns why
+    assert CANARY not in result.model_dump_json() and CANARY not in caplog.text
+
+
 def test_action_agent_receives_the_running_agent_and_is_hidden() -> None:
     got: list[object] = []
 

@@ -47,8 +47,13 @@ def _top_level_imports(module: str) -> set[str]:
     nodes: list[ast.stmt] = list(tree.body)
     while nodes:
         node = nodes.pop()
-        if isinstance(node, ast.If | ast.Try):
+        if isinstance(node, ast.If):
             nodes += [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            nodes += [*node.body, *node.orelse, *node.finalbody]
+            nodes += [stmt for handler in node.handlers for stmt in handler.body]
+        elif isinstance(node, ast.With):
+            nodes += node.body
         elif isinstance(node, ast.ImportFrom):
             out.update(_resolve(module, path.name == "__init__.py", node))
         elif isinstance(node, ast.Import):

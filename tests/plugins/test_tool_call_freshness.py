@@ -211,3 +211,43 @@ def test_rendered_values_stay_out_of_ids_and_stored_state(tmp_path: Path) -> Non
     # What the model is shown is the call as made (secrets masked), as in the reference.
     call = next(m for m in result.transcript if m.tool_calls)
     assert user in call.tool_calls[0].function.arguments
+
+
+def test_users_taking_turns_keep_their_own_fresh_results() -> None:
+    memory, clock = Memory(), Clock()
+    entry = hook(refresh_condition={"kind": "ttl", "ttl_minutes": 30})
+    agent = asyncio.run(agent_for([entry], memory, clock, 6))
+
+    async def go() -> None:
+        histories: dict[str, tuple[Message, ...]] = {"ann": (), "bob": ()}
+        for minutes, user in [
+            (0, "ann"),
+            (1, "bob"),
+            (2, "ann"),
+            (3, "bob"),
+            (4, "ann"),
+            (5, "bob"),
+        ]:
+            clock.now = T0 + timedelta(minutes=minutes)
+            result = await agent.run("hi", context={"user": user}, history=histories[user])
+            histories[user] = result.transcript
+
+    asyncio.run(go())
+    assert memory.calls == [{"user": "ann"}, {"user": "bob"}]
+
+
+def test_a_hook_state_that_is_not_json_never_costs_the_transcript(tmp_path: Path) -> None:
+    class Careless:
+        @seamkit.hookimpl
+        def on_request_start(self, ctx: seamkit.HookContext) -> None:
+            ctx.session_state["when"] = T0  # a datetime: not JSON
+
+    agent = seamkit.Agent(
+        seamkit.testing.ScriptedModel([{"text": "ok"}]), hooks=[Careless()], plugin_hooks=False
+    )
+    store = SQLiteSessionStore(tmp_path / "s.sqlite")
+    result = agent.run_sync("hi", session="s", store=store)
+    assert result.outcome.kind == "completed"
+    stored = asyncio.run(store.load("s"))
+    assert stored is not None and [m.text for m in stored.transcript] == ["hi", "ok"]
+    assert stored.state == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -278,7 +279,9 @@ class Agent:
             finally:
                 # Whatever the outcome (cancelled included), the run's whole
                 # transcript replaces the stored one: no message is lost.
-                await asyncio.shield(held.save(session, run.transcript, state))
+                await asyncio.shield(
+                    held.save(session, run.transcript, _storable(state, stored.state))
+                )
 
     async def run(
         self,
@@ -389,3 +392,18 @@ def _emitter(
                 log.warning("run observer %r failed: %s", observer, text)
 
     return emit
+
+
+def _storable(state: dict[str, Any], before: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``state`` when it is JSON, else the state the run started from: a hook
+    that put something else there must not cost the session its transcript."""
+    try:
+        json.dumps(state)
+    except (TypeError, ValueError) as exc:
+        log.warning(
+            "session state not saved: a hook stored a value that is not JSON (%s); "
+            "the transcript is saved with the state the run started from",
+            type(exc).__name__,
+        )
+        return before
+    return state

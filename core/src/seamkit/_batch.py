@@ -24,7 +24,7 @@ from ._context import HookContext
 from ._dispatch import Dispatched
 from ._errors import HookError, InvalidToolCall
 from ._events import HookEvent
-from ._secret import as_json, secret_texts
+from ._secret import as_json, redact, secret_texts
 from ._tool import Tool
 from ._toolmap import ToolMap
 from ._types import Failed, Outcome, Terminated, ToolCall, ToolResult
@@ -119,7 +119,11 @@ class Batch:
                 values = tool.validate(call.arguments)
             except InvalidToolCall as exc:
                 return Settled(
-                    call, _error(call, f"{exc.message} (after repair)"), None, False, True
+                    call,
+                    _error(call, f"{redact(exc.message, secrets)} (after repair)"),
+                    None,
+                    False,
+                    True,
                 )
         assert tool is not None and values is not None
         decided = await self.dispatch(_PRE, call)
@@ -138,7 +142,9 @@ class Batch:
                 values = tool.validate(arguments)
             except InvalidToolCall as exc:
                 return Settled(
-                    call, _error(call, f"{exc.message} (after a hook rewrote them)"), None
+                    call,
+                    _error(call, f"{redact(exc.message, secrets)} (after a hook rewrote them)"),
+                    None,
                 )
         if self.stopped:
             return _DROPPED

@@ -113,15 +113,26 @@ def plugins_command(as_json: bool) -> None:
 
 
 def _add_plugin_commands(group: click.Group) -> None:
+    """Let each plugin add its commands; one that fails, or that would replace
+    a kernel command, is reported (in ``seamkit plugins``) and the rest go on."""
     registry = get_registry()
     pm = registry.plugin_manager
+    kernel = {*group.commands, *_APP_COMMANDS}
     for impl in pm.hook.register_commands.get_hookimpls():
         name = pm.get_name(impl.plugin) or "?"
+        before = dict(group.commands)
+        message = None
         try:
             impl.function(**{k: group for k in impl.argnames})
         except Exception as exc:
-            info = registry.plugins.get(name)
             message = f"register_commands failed: {type(exc).__name__}: {exc}"
+        taken = sorted(c for c in kernel if group.commands.get(c) is not before.get(c))
+        if taken:
+            group.commands.clear()
+            group.commands.update(before)
+            message = f"register_commands tried to replace the kernel's {', '.join(taken)} command"
+        if message is not None:
+            info = registry.plugins.get(name)
             if info is not None:
                 info.error = message
             logging.getLogger("seamkit").warning("seamkit plugin %r: %s", name, message)

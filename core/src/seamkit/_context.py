@@ -130,9 +130,10 @@ class HookContext:
 
     ``session_state`` is a small JSON mapping that outlives the run: the
     session's ``state`` (saved with its transcript, in one transaction) for a
-    run with ``session=``, else the agent's own mapping for its runs without
-    one. Hooks keep what they must remember between runs there, under a key
-    of their own (their kind's name, say).
+    run with ``session=``, else one mapping the agent keeps for all its runs
+    without one (shared by every caller of the agent, so never keep a user's
+    data there in clear). Hooks keep what they must remember between runs
+    there, under a key of their own (their kind's name, say).
     """
 
     __slots__ = (

@@ -352,7 +352,7 @@ class Tool:
 
                 async with asyncio.timeout(timeout) as scope:
                     if self._async:
-                        result = self.function(*args, **kwargs)
+                        result = await self.function(*args, **kwargs)
                     else:
                         call = functools.partial(self.function, *args, **kwargs)
                         result = await asyncio.to_thread(call)

@@ -17,10 +17,11 @@ earlier content) gets ``_r{n}`` instead of an expiry (its freshness is in the
 state), so no two pairs share an id.
 
 Freshness lives in the session's state (`HookContext.session_state`), not
-only in the history: :func:`remember` records, per name and arguments, the
-content injected, its expiry and a keyed digest of the *rendered* argument
-values (HMAC-SHA256 under a random key kept in the same state), and
-:func:`is_fresh` holds a result fresh only for the same rendered values. So a
+only in the history: :func:`remember` records, per name and arguments and per
+keyed digest of the *rendered* argument values (HMAC-SHA256 under a random
+key kept in the same state), which pair was injected and its expiry, and
+:func:`is_fresh` holds a result fresh only for the same rendered values while
+that pair is still the latest. So a
 result fetched for one user is never served to another, and no rendered value
 or secret is stored in clear.
 """
@@ -46,6 +47,7 @@ from ._types import Message, MessageToolCall
 
 __all__ = [
     "MAX_ID",
+    "MAX_RECORDS",
     "PREFIX",
     "STATE_KEY",
     "Frequency",
@@ -277,10 +279,11 @@ def inject_tool_result(
         shown_arguments if shown_arguments is not None else arguments, default=as_json
     )
     out = list(messages)
-    if frequency == "always":
-        return [*out, *_pair(new_id, name, shown, content)]
     identity = new_id[len(PREFIX) : len(PREFIX) + 12]
     existing = _pairs(messages, identity)
+    if frequency == "always":
+        new_id = _own_id(new_id, new_id[len(PREFIX) : len(PREFIX) + 18], messages, existing)
+        return [*out, *_pair(new_id, name, shown, content)]
     if frequency == "once" and existing:
         return out
     if not existing:
@@ -357,24 +360,37 @@ def argument_digest(state: MutableMapping[str, Any], arguments: Mapping[str, Any
     return hmac.digest(bytes.fromhex(key), text.encode("utf-8"), "sha256").hex()[:32]
 
 
+MAX_RECORDS = 64
+"""Freshness records kept per tool and arguments (one per distinct rendered
+values, the oldest dropped first), so users taking turns do not evict each
+other's results."""
+
+
 def remember(
     state: MutableMapping[str, Any],
+    messages: Sequence[Message],
     *,
     name: str,
     arguments: Mapping[str, Any],
     digest: str,
-    content: str,
     expiry: datetime | int | None,
 ) -> None:
-    """Record that ``content`` was fetched for the rendered values behind
-    ``digest`` and stays fresh until ``expiry``."""
+    """Record that the latest pair of this name and arguments in ``messages``
+    (the messages after the injection) was fetched for the rendered values
+    behind ``digest`` and stays fresh until ``expiry``."""
     identity = _h6(name) + _h6(arguments_text(arguments))
+    existing = _pairs(messages, identity)
+    if not existing:
+        return
     fresh = _records(state).setdefault("fresh", {})
-    fresh[identity] = {
-        "digest": digest,
-        "content": _h6(content),
+    records = fresh.setdefault(identity, {})
+    records.pop(digest, None)  # re-inserted last: the newest is kept longest
+    records[digest] = {
+        "pair": _call_id(messages, existing[-1][0]),
         "expiry": _expiry_seconds(expiry),
     }
+    while len(records) > MAX_RECORDS:
+        del records[next(iter(records))]
 
 
 def is_fresh(
@@ -387,21 +403,19 @@ def is_fresh(
     now: datetime,
 ) -> bool:
     """Whether the latest pair of this name and arguments in ``messages`` is
-    a result :func:`remember` recorded for the same rendered values (the same
-    ``digest``) whose expiry is still ahead of ``now``."""
+    the one :func:`remember` recorded for the same rendered values (the same
+    ``digest``), and its expiry is still ahead of ``now``."""
     identity = _h6(name) + _h6(arguments_text(arguments))
     held = state.get(STATE_KEY)
-    record = held.get("fresh", {}).get(identity) if isinstance(held, dict) else None
-    if not isinstance(record, dict) or record.get("digest") != digest:
+    fresh = held.get("fresh", {}) if isinstance(held, dict) else {}
+    record = fresh.get(identity, {}).get(digest) if isinstance(fresh, dict) else None
+    if not isinstance(record, dict):
         return False
     expiry = record.get("expiry")
     if not isinstance(expiry, int) or expiry <= now.timestamp():
         return False
     existing = _pairs(messages, identity)
-    if not existing:
-        return False
-    answer = messages[existing[-1][0] + 1].content  # the latest pair's tool message
-    return isinstance(answer, str) and _h6(answer) == record.get("content")
+    return bool(existing) and _call_id(messages, existing[-1][0]) == record.get("pair")
 
 
 def _after_first_user(messages: list[Message], pair: list[Message]) -> list[Message]:

@@ -168,10 +168,10 @@ class ToolCallHook:
         )
         injection.remember(
             state,
+            injected,
             name=self.final_name,
             arguments=config.arguments,
             digest=digest,
-            content=result.content,
             expiry=expiry,
         )
         return RewriteMessages(injected)

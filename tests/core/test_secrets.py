@@ -109,3 +109,35 @@ def test_a_secret_cannot_be_pickled() -> None:
 
 async def _tool_map(tools: list[object]) -> seamkit.ToolMap:
     return seamkit.ToolMap.of(tools)
+
+
+def test_a_secret_inside_a_longer_manifest_string_is_masked_on_its_own(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = "tok-canary-5e1d"
+    monkeypatch.setenv("TOK", token)
+
+    @seamkit.tool
+    def call_api(header: str) -> str:
+        """Fails, quoting the token alone."""
+        raise ValueError(f"rejected token {header.removeprefix('Bearer ')}")
+
+    app = {
+        "name": "a",
+        "model": "scripted:x",
+        "hooks": [
+            {
+                "kind": "tool_call",
+                "event": "on_request_start",
+                "tool_name": "call_api",
+                "arguments": {"header": "Bearer ${secret:TOK}"},
+                "on_error": "skip",
+            }
+        ],
+    }
+    model = seamkit.testing.ScriptedModel([{"text": "ok"}])
+    agent = asyncio.run(seamkit.Agent.load(app, tools=[call_api], model=model))
+    result = agent.run_sync("hi")
+    assert result.outcome.kind == "completed"
+    assert token not in result.model_dump_json() and token not in caplog.text
+    assert "rejected token ***" in caplog.text

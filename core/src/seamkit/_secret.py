@@ -26,14 +26,17 @@ class Secret(Generic[T]):
     Tools receive the plain value (the kernel unwraps it when injecting);
     everything else sees the mask. ``source`` keeps the text the value came
     from in a manifest (``${secret:API_KEY}``), which is what identities and
-    the injected messages show.
+    the injected messages show; ``parts`` are the secret pieces of a value
+    that mixes them into other text (``"Bearer ${secret:TOKEN}"``), masked on
+    their own wherever the value is (:func:`secret_texts`).
     """
 
-    __slots__ = ("_source", "_value")
+    __slots__ = ("_parts", "_source", "_value")
 
-    def __init__(self, value: T, *, source: str | None = None) -> None:
+    def __init__(self, value: T, *, source: str | None = None, parts: tuple[str, ...] = ()) -> None:
         self._value = value
         self._source = source
+        self._parts = parts
 
     def get_secret_value(self) -> T:
         """The wrapped value. Call it only where the value is really used."""
@@ -43,6 +46,11 @@ class Secret(Generic[T]):
     def source(self) -> str | None:
         """The manifest text this secret was read from, if any."""
         return self._source
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The secret pieces inside the value, when it holds other text too."""
+        return self._parts
 
     def __repr__(self) -> str:
         return f"Secret({MASK})"
@@ -89,6 +97,7 @@ def secret_texts(*values: Any) -> list[str]:
             plain = value.get_secret_value()
             if plain is not None and plain != "":
                 found.append(plain if isinstance(plain, str) else str(plain))
+            found.extend(part for part in value.parts if part)
         elif isinstance(value, Mapping):
             stack.extend(value.values())
         elif isinstance(value, BaseModel):

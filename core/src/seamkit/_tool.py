@@ -520,9 +520,8 @@ def _unwrap(hidden: list[str], value: Any) -> Any:
     """A `Secret` argument's value, for validation; its text is remembered to
     be masked in errors."""
     if isinstance(value, Secret):
-        plain = value.get_secret_value()
-        hidden.append(str(plain))
-        return plain
+        hidden.extend(secret_texts(value))  # the value, and its secret parts
+        return value.get_secret_value()
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
 
 

@@ -43,6 +43,7 @@ def _string(
     text: str, loc: tuple[str | int, ...], env: Mapping[str, str], problems: list[Problem]
 ) -> Any:
     secret = False
+    parts: list[str] = []
     bad = _BAD.search(text.replace("$${", ""))
     if bad:
         problems.append(
@@ -61,12 +62,13 @@ def _string(
             return "${"
         var, default = match.group("var"), match.group("default")
         scheme = match.group("scheme")
+        value = env.get(var, default)
         if scheme == "secret":
             secret = True
-        if var in env:
-            return env[var]
-        if default is not None:
-            return default
+            if value:
+                parts.append(value)
+        if value is not None:
+            return value
         problems.append(
             Problem(
                 loc,
@@ -77,4 +79,4 @@ def _string(
         return ""
 
     result = _PATTERN.sub(replace, text)
-    return Secret(result, source=text) if secret else result
+    return Secret(result, source=text, parts=tuple(parts)) if secret else result

@@ -144,8 +144,10 @@ class ToolCallHook:
         values = {"user_message": _last_user(messages), "run_id": ctx.run_id}
         arguments = _render(config.arguments, ctx, values, shown=False)
         state = ctx.session_state
-        digest = injection.argument_digest(state, arguments)
-        if condition is not None and injection.is_fresh(
+        # Freshness only matters with a refresh condition: without one the
+        # digest and the record would be work on every request for nothing.
+        digest = injection.argument_digest(state, arguments) if condition is not None else None
+        if digest is not None and injection.is_fresh(
             state,
             messages,
             name=self.final_name,
@@ -166,14 +168,15 @@ class ToolCallHook:
             shown_arguments=_render(config.arguments, ctx, values, shown=True),
             placement=self.placement,
         )
-        injection.remember(
-            state,
-            injected,
-            name=self.final_name,
-            arguments=config.arguments,
-            digest=digest,
-            expiry=expiry,
-        )
+        if digest is not None:
+            injection.remember(
+                state,
+                injected,
+                name=self.final_name,
+                arguments=config.arguments,
+                digest=digest,
+                expiry=expiry,
+            )
         return RewriteMessages(injected)
 
     @seamkit.hookimpl

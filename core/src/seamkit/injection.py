@@ -85,6 +85,11 @@ def arguments_text(arguments: Mapping[str, Any]) -> str:
     return json.dumps(arguments, sort_keys=True, default=functools.partial(as_json, source=True))
 
 
+def _identity(name: str, arguments: Mapping[str, Any]) -> str:
+    """The first 12 hex digits of a pair id: its name and arguments."""
+    return _h6(name) + _h6(arguments_text(arguments))
+
+
 def _expiry_seconds(expiry: datetime | int | None) -> int | None:
     if expiry is None:
         return None
@@ -221,7 +226,7 @@ def injected_results(
 ) -> list[SyntheticId]:
     """The ids of the well-formed pairs with this name and these arguments,
     in the order they stand in ``messages``."""
-    identity = _h6(name) + _h6(arguments_text(arguments))
+    identity = _identity(name, arguments)
     return [parsed for _, parsed in _pairs(messages, identity)]
 
 
@@ -378,7 +383,7 @@ def remember(
     """Record that the latest pair of this name and arguments in ``messages``
     (the messages after the injection) was fetched for the rendered values
     behind ``digest`` and stays fresh until ``expiry``."""
-    identity = _h6(name) + _h6(arguments_text(arguments))
+    identity = _identity(name, arguments)
     existing = _pairs(messages, identity)
     if not existing:
         return
@@ -405,7 +410,7 @@ def is_fresh(
     """Whether the latest pair of this name and arguments in ``messages`` is
     the one :func:`remember` recorded for the same rendered values (the same
     ``digest``), and its expiry is still ahead of ``now``."""
-    identity = _h6(name) + _h6(arguments_text(arguments))
+    identity = _identity(name, arguments)
     held = state.get(STATE_KEY)
     fresh = held.get("fresh", {}) if isinstance(held, dict) else {}
     record = fresh.get(identity, {}).get(digest) if isinstance(fresh, dict) else None

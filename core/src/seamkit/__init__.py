@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         HookStack as HookStack,
     )
     from ._errors import (
+        ContextLengthExceeded as ContextLengthExceeded,
         HookError as HookError,
         InvalidToolCall as InvalidToolCall,
         ManifestError as ManifestError,
@@ -136,6 +137,7 @@ _PUBLIC: dict[str, str] = {
     "InvalidToolCall": "._errors",
     "ManifestError": "._errors",
     "ModelError": "._errors",
+    "ContextLengthExceeded": "._errors",
     "PluginError": "._errors",
     "Problem": "._errors",
     "ScriptError": "._errors",

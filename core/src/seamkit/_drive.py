@@ -307,12 +307,18 @@ async def _ask(run: RunState, request: ModelRequest) -> ModelTurn:
         if not run.ctx.is_streaming:  # observed, not streamed: the same call as unobserved
             final = await model.complete(request)
         else:
-            async for item in model.stream(request):
-                if isinstance(item, str):
-                    if item:
-                        emit(TextDelta(item, run.ctx.turn))
-                else:
-                    final = item
+            items = model.stream(request)
+            try:
+                async for item in items:
+                    if isinstance(item, str):
+                        if item:
+                            emit(TextDelta(item, run.ctx.turn))
+                    else:
+                        final = item
+            finally:  # a provider's stream (and its connection) closes now, not at GC
+                close = getattr(items, "aclose", None)
+                if close is not None:
+                    await close()
             if final is None:
                 raise ModelError("the model's stream ended without a turn")
         error = None

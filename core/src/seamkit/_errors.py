@@ -13,6 +13,7 @@ exactly those two lines for any of them, never a traceback unless ``--debug``.
     ├── ToolDefinitionError      a function or schema cannot be made a tool
     ├── InvalidToolCall          the model's arguments do not fit a tool's schema
     ├── ModelError               a model cannot be built or failed to answer
+    │   ├── ContextLengthExceeded  the request is longer than the model's context window
     │   └── ScriptError          the scripted model ran out or was asked the wrong thing
     └── SessionError             a session store cannot be opened, read or written
         └── SessionBusy          another run held the session past the wait
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ContextLengthExceeded",
     "HookError",
     "InvalidToolCall",
     "ManifestError",
@@ -184,6 +186,24 @@ class ModelError(SeamkitError):
     def __init__(self, message: str, *, provider: str | None = None, hint: str | None = None):
         super().__init__(message, hint=hint)
         self.provider = provider
+
+
+class ContextLengthExceeded(ModelError):
+    """Raised by a model provider when the server refused a request because
+    it does not fit the model's context window (OpenAI's
+    ``context_length_exceeded``, and the same error as vLLM, LiteLLM and
+    llama.cpp word it). Catch it to shorten the history and try again; during
+    a run it ends the run as ``failed``. ``model`` names the model."""
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, model: str | None = None
+    ) -> None:
+        super().__init__(
+            message,
+            provider=provider,
+            hint="shorten the history or the tool results, or lower the token limit",
+        )
+        self.model = model
 
 
 class ScriptError(ModelError):

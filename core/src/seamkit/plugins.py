@@ -14,6 +14,8 @@ receives.
   `seamkit.HookStack`.
 - `HookFactory`, `ToolResolver`, `ModelFactory`, `StoreFactory`: the types of
   the factories each ``register`` takes.
+- `secret_texts`: the plain text of every `seamkit.Secret` in a config, for
+  `seamkit.redact` on what a plugin writes.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from ._registry import (
     StoreSchemeInfo,
     ToolResolver,
 )
+from ._secret import secret_texts
 
 if TYPE_CHECKING:
     from ._dispatch import ConfiguredHook as ConfiguredHook
@@ -68,6 +71,7 @@ __all__ = [
     "kernel_version",
     "load_plugins",
     "reset_registry",
+    "secret_texts",
 ]
 
 

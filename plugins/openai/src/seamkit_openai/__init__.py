@@ -1,0 +1,59 @@
+"""seamkit plugin: the ``openai`` model provider.
+
+It speaks the OpenAI chat-completions wire format, which OpenAI, vLLM,
+Ollama, llama.cpp's server, LiteLLM, OpenRouter and the DIAL core all serve::
+
+    model: openai:gpt-4o-mini            # OPENAI_API_KEY, OPENAI_BASE_URL
+    model:
+      provider: openai
+      name: llama3.1
+      base_url: http://127.0.0.1:11434/v1
+      api_key: ${secret:OLLAMA_KEY}
+
+Importing this module costs little: httpx loads when an app builds a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import seamkit
+from seamkit.plugins import BuildContext
+
+from ._config import OpenAIConfig
+
+if TYPE_CHECKING:
+    from ._model import OpenAIModel as OpenAIModel
+
+__all__ = ["OpenAIConfig", "OpenAIModel", "build_model", "register_models"]
+__seamkit_api__ = 1
+
+
+def build_model(config: OpenAIConfig, build: BuildContext | None = None) -> OpenAIModel:
+    """The model ``config`` describes; with a ``build`` context, its connections
+    close with the agent."""
+    from ._model import OpenAIModel  # lazy: httpx loads only when a model is built
+
+    model = OpenAIModel(config)
+    if build is not None:
+        build.exit_stack.push_async_callback(model.aclose)
+    return model
+
+
+def __getattr__(name: str) -> object:
+    if name == "OpenAIModel":
+        from ._model import OpenAIModel  # lazy: see build_model
+
+        return OpenAIModel
+    raise AttributeError(f"module 'seamkit_openai' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+@seamkit.hookimpl
+def register_models(register: Callable[..., None]) -> None:
+    """Register the ``openai`` provider."""
+    register("openai", build_model, config=OpenAIConfig)

@@ -1,0 +1,210 @@
+"""From the server's answer to a `seamkit.ModelTurn`: `TurnAssembler` puts a
+streamed answer together chunk by chunk; `turn_from_completion` reads a whole
+one. Both give the same turn for the same answer.
+
+What servers send differs from OpenAI's own stream in ways reported in public
+issues; the assembler accepts each (the replay tests hold a transcript of
+every one, with its source):
+
+- a chunk with empty ``choices`` (OpenAI's usage chunk, Azure's first chunk
+  with ``prompt_filter_results``) and a ``delta`` that is missing or ``null``;
+- usage on any chunk, with or without a choice (LiteLLM);
+- tool-call fragments without ``index`` (Gemini's endpoint, Ollama,
+  mistral.rs), a whole call in one fragment (Ollama), several calls all on
+  index 0 (Ollama), and id and name repeated in every fragment (DeepSeek,
+  Qwen): a fragment with an id not seen before opens a new call; id and name
+  are set once; argument text is appended;
+- ``refusal`` text, which becomes the turn's text;
+- ``finish_reason`` spellings other than OpenAI's (``eos``, ``eos_token``,
+  ``""``): all read as ``stop``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import seamkit
+
+__all__ = [
+    "FAILED_FINISHES",
+    "TurnAssembler",
+    "is_filtered",
+    "turn_from_completion",
+    "usage_of",
+]
+
+FAILED_FINISHES = frozenset({"error", "abort", "network_error"})
+"""Finish reasons that mean the server gave up on the answer (vLLM's ``abort``,
+OpenRouter's ``error``): the turn fails."""
+
+_FILTERED = frozenset({"content_filter", "sensitive"})
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def usage_of(data: Any) -> seamkit.Usage | None:
+    """The usage block of a chunk or completion, if it has one."""
+    if not isinstance(data, dict):
+        return None
+    prompt = data.get("prompt_tokens") or data.get("input_tokens") or 0
+    completion = data.get("completion_tokens") or data.get("output_tokens") or 0
+    return seamkit.Usage(input_tokens=int(prompt), output_tokens=int(completion), requests=1)
+
+
+class _Call:
+    __slots__ = ("arguments", "id", "name")
+
+    def __init__(self, id: str, name: str) -> None:
+        self.id = id
+        self.name = name
+        self.arguments: list[str] = []
+
+
+def _arguments_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)  # a server that sends the arguments as an object
+
+
+class TurnAssembler:
+    """Collects a streamed answer: `feed` each chunk's parsed JSON, take the
+    text it returns as the next delta, then `finish` for the turn."""
+
+    __slots__ = ("_by_id", "_by_index", "_calls", "_text", "chunks", "finish_reason", "usage")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: list[_Call] = []
+        self._by_index: dict[int, _Call] = {}
+        self._by_id: dict[str, _Call] = {}
+        self.finish_reason: str | None = None
+        self.usage: seamkit.Usage | None = None
+        self.chunks = 0
+
+    def feed(self, chunk: dict[str, Any]) -> str:
+        """Take one chunk; return the text it adds (``""`` if none)."""
+        self.chunks += 1
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage_of(usage)
+        choices = chunk.get("choices")
+        if not choices:
+            return ""
+        added = ""
+        for choice in choices:
+            if choice.get("index", 0) != 0:
+                continue  # only the first choice is the turn (n > 1 is not supported)
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if text:
+                self._text.append(text)
+                added += text
+            refusal = delta.get("refusal")
+            if refusal:
+                self._text.append(refusal)
+                added += refusal
+            fragments = delta.get("tool_calls")
+            if fragments:
+                for fragment in fragments:
+                    self._fragment(fragment)
+            reason = choice.get("finish_reason")
+            if reason is not None:
+                self.finish_reason = reason
+        return added
+
+    def _fragment(self, fragment: dict[str, Any]) -> None:
+        call_id = fragment.get("id") or ""
+        function = fragment.get("function") or {}
+        index = fragment.get("index")
+        call: _Call | None
+        if isinstance(index, int):
+            call = self._by_index.get(index)
+            if call is None or (call_id and call.id and call_id != call.id):
+                call = self._open(call_id)
+                self._by_index[index] = call
+        elif call_id:
+            call = self._by_id.get(call_id) or self._open(call_id)
+        else:
+            call = self._calls[-1] if self._calls else self._open("")
+        if call_id and not call.id:
+            call.id = call_id
+            self._by_id[call_id] = call
+        name = function.get("name")
+        if name and not call.name:
+            call.name = name
+        arguments = _arguments_text(function.get("arguments"))
+        if arguments:
+            call.arguments.append(arguments)
+
+    def _open(self, call_id: str) -> _Call:
+        call = _Call(call_id, "")
+        self._calls.append(call)
+        if call_id:
+            self._by_id[call_id] = call
+        return call
+
+    @property
+    def text_so_far(self) -> str:
+        """The text received so far."""
+        return "".join(self._text)
+
+    @property
+    def open_call(self) -> tuple[str, int] | None:
+        """The name and argument length of the last call begun, if any."""
+        if not self._calls:
+            return None
+        call = self._calls[-1]
+        return call.name, sum(len(a) for a in call.arguments)
+
+    def finish(self) -> seamkit.ModelTurn:
+        """The turn the chunks fed so far make."""
+        return _turn(
+            "".join(self._text),
+            [(c.id, c.name, "".join(c.arguments)) for c in self._calls],
+            self.usage,
+        )
+
+
+def _turn(
+    text: str, calls: list[tuple[str, str, str]], usage: seamkit.Usage | None
+) -> seamkit.ModelTurn:
+    wire_calls = [
+        seamkit.MessageToolCall(
+            id=call_id or _new_id(),
+            function=seamkit.FunctionCall(name=name, arguments=arguments or "{}"),
+        )
+        for call_id, name, arguments in calls
+    ]
+    content = text if text or not wire_calls else None
+    message = seamkit.Message.assistant(content, wire_calls or None)
+    return seamkit.ModelTurn(message=message, usage=usage or seamkit.Usage(requests=1))
+
+
+def turn_from_completion(body: dict[str, Any]) -> tuple[seamkit.ModelTurn, str | None]:
+    """The turn a whole (not streamed) completion holds, and its finish reason."""
+    choices = body.get("choices") or []
+    choice = next((c for c in choices if c.get("index", 0) == 0), None)
+    if choice is None:
+        return _turn("", [], usage_of(body.get("usage"))), None
+    message = choice.get("message") or {}
+    text = (message.get("content") or "") + (message.get("refusal") or "")
+    calls = [
+        (
+            call.get("id") or "",
+            (call.get("function") or {}).get("name") or "",
+            _arguments_text((call.get("function") or {}).get("arguments")),
+        )
+        for call in message.get("tool_calls") or ()
+    ]
+    return _turn(text, calls, usage_of(body.get("usage"))), choice.get("finish_reason")
+
+
+def is_filtered(reason: str | None) -> bool:
+    """Whether ``reason`` says the provider's content filter stopped the answer."""
+    return reason in _FILTERED

@@ -1,0 +1,160 @@
+"""What a failed answer means: whether to retry it, how long to wait, and
+the `seamkit.ModelError` a user reads when retrying is over.
+
+The retry policy is the official client's: 408, 409, 429 and 5xx answers and
+lost connections are retried (an ``x-should-retry`` header overrides), after
+``retry-after-ms`` or ``retry-after`` when the server gives one of at most a
+minute, else after ``min(0.5 * 2**n, 8)`` seconds less up to a quarter of
+jitter. One difference: a 429 whose code is ``insufficient_quota`` is not
+retried, as no wait will fix it.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import seamkit
+
+__all__ = ["backoff", "failure", "server_message", "should_retry", "stream_failure"]
+
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_MAX_SERVER_WAIT = 60.0
+_CONTEXT_CODES = frozenset(
+    {"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"}
+)
+_CONTEXT_WORDS = re.compile(
+    r"context[ _-]?(length|window)|maximum context|ContextWindowExceeded|"
+    r"prompt is too long|too many tokens|exceeds? the (model'?s? )?(maximum )?context",
+    re.IGNORECASE,
+)
+_MESSAGE_LIMIT = 500
+
+
+def _error_object(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    error = data.get("error")
+    if isinstance(error, dict):
+        return error
+    return data  # vLLM's older flat {"object": "error", "message": ..., "code": 400}
+
+
+def server_message(body: bytes) -> str:
+    """The server's own words about an error: ``error.message``, ``message``
+    or ``detail``; else the start of the body."""
+    error = _error_object(body)
+    for key in ("message", "detail", "error"):
+        value = error.get(key)
+        if isinstance(value, str) and value:
+            return value[:_MESSAGE_LIMIT]
+    text = body.decode("utf-8", "replace").strip()
+    return text[:_MESSAGE_LIMIT] or "(no message)"
+
+
+def _code(body: bytes) -> str:
+    error = _error_object(body)
+    return " ".join(str(error.get(k) or "") for k in ("code", "type"))
+
+
+def _context_exceeded(body: bytes, said: str) -> bool:
+    return bool(set(_code(body).split()) & _CONTEXT_CODES or _CONTEXT_WORDS.search(said))
+
+
+def stream_failure(
+    error: object, *, where: str, model: str, secrets: Sequence[str]
+) -> seamkit.ModelError:
+    """The error for an ``{"error": ...}`` event inside a stream (vLLM,
+    OpenRouter send one after a 200)."""
+    body = json.dumps({"error": error}).encode()
+    said = seamkit.redact(server_message(body), secrets)
+    if _context_exceeded(body, said):
+        return seamkit.ContextLengthExceeded(
+            f"{where}: the request does not fit model {model!r}'s context window ({said})",
+            provider="openai",
+            model=model,
+        )
+    return seamkit.ModelError(f"{where} reported an error mid-stream: {said}", provider="openai")
+
+
+def should_retry(status: int, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether an answer with ``status`` is worth asking again."""
+    override = headers.get("x-should-retry")
+    if override == "true":
+        return True
+    if override == "false":
+        return False
+    if status == 429 and "insufficient_quota" in _code(body):
+        return False
+    return status in _RETRY_STATUSES or status >= 500
+
+
+def _server_wait(headers: Mapping[str, str]) -> float | None:
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    after = headers.get("retry-after")
+    if after is None:
+        return None
+    try:
+        return float(after)
+    except ValueError:
+        parsed = email.utils.parsedate_tz(after)
+        if parsed is None:
+            return None
+        return float(email.utils.mktime_tz(parsed) - time.time())
+
+
+def backoff(retry: int, headers: Mapping[str, str]) -> float:
+    """Seconds to wait before retry number ``retry`` (0 for the first)."""
+    wait = _server_wait(headers)
+    if wait is not None and 0 <= wait <= _MAX_SERVER_WAIT:
+        return wait
+    return min(0.5 * 2.0**retry, 8.0) * (1 - 0.25 * random.random())
+
+
+def failure(
+    status: int,
+    body: bytes,
+    *,
+    where: str,
+    model: str,
+    key: str,
+    attempts: int,
+    secrets: Sequence[str],
+) -> seamkit.ModelError:
+    """The error for a final answer of ``status``: ``where`` names the provider
+    and base URL, ``key`` where the API key came from (never the key)."""
+    said = seamkit.redact(server_message(body), secrets)
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if status in (401, 403):
+        return seamkit.ModelError(
+            f"{where} refused {key} ({status}{tries}: {said})",
+            provider="openai",
+            hint="check that the key is set, current, and allowed to use model " + repr(model),
+        )
+    if status == 404:
+        return seamkit.ModelError(
+            f"{where} has no model {model!r} or no chat-completions endpoint (404: {said})",
+            provider="openai",
+            hint="check the model's name, and that base_url is the API's root (most end in /v1)",
+        )
+    if status in (400, 413, 422) and _context_exceeded(body, said):
+        return seamkit.ContextLengthExceeded(
+            f"{where}: the request does not fit model {model!r}'s context window ({said})",
+            provider="openai",
+            model=model,
+        )
+    return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider="openai")

@@ -1,0 +1,311 @@
+"""`OpenAIModel`: the `seamkit.Model` that asks a chat-completions server,
+streamed over server-sent events or whole, with retries, on one pooled
+httpx client per event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+
+import httpx
+import seamkit
+from httpx_sse import EventSource
+
+from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
+from ._config import OpenAIConfig, key_origin
+from ._failures import backoff, failure, should_retry, stream_failure
+from ._wire import request_body
+
+__all__ = ["OpenAIModel"]
+
+log = logging.getLogger("seamkit.openai")
+
+
+def _wire_value(value: object) -> object:
+    """JSON for what ``json`` cannot write: a `Secret` goes on the wire as its value."""
+    if isinstance(value, seamkit.Secret):
+        return value.get_secret_value()
+    raise TypeError(f"{type(value).__name__} cannot be sent in a request body")
+
+
+class OpenAIModel:
+    """A chat model behind an OpenAI-compatible ``/chat/completions``.
+
+    ``complete`` asks for the whole answer; ``stream`` yields its text as it
+    arrives, then the `seamkit.ModelTurn`. Failures raise `seamkit.ModelError`
+    (`seamkit.ContextLengthExceeded` for a request too long for the model),
+    never with the API key in them. Use ``async with`` (or `aclose`) to close
+    its connections; an agent built from a manifest closes them with itself.
+    """
+
+    def __init__(self, config: OpenAIConfig) -> None:
+        self.config = config.resolved()
+        base_url = (self.config.base_url or "").rstrip("/")
+        self.url = f"{base_url}/chat/completions"
+        self.where = f"openai provider at {base_url}"
+        self._secrets = seamkit.plugins.secret_texts(self.config)
+        self._headers = self._make_headers()
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _make_headers(self) -> dict[str, str]:
+        config = self.config
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "user-agent": f"seamkit-openai/{version('seamkit-openai')}",
+        }
+        if config.api_key is not None:
+            headers["authorization"] = f"Bearer {config.api_key.get_secret_value()}"
+        if config.organization:
+            headers["openai-organization"] = config.organization
+        if config.project:
+            headers["openai-project"] = config.project
+        for name, value in config.headers.items():
+            plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
+            headers[name.lower()] = plain
+        return headers
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.config.name!r}, base_url={self.config.base_url!r})"
+
+    def _http(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            config = self.config
+            self._client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(
+                    config.timeout_seconds,
+                    connect=config.connect_timeout_seconds,
+                    pool=config.timeout_seconds,
+                ),
+                limits=httpx.Limits(
+                    max_connections=config.max_connections,
+                    max_keepalive_connections=min(100, config.max_connections),
+                ),
+                follow_redirects=True,
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def __aenter__(self) -> OpenAIModel:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @asynccontextmanager
+    async def _answer(self, body: dict[str, object]) -> AsyncIterator[httpx.Response]:
+        """The server's 2xx answer to ``body``, its body not yet read; retried
+        as the policy says, else a `seamkit.ModelError`."""
+        client = self._http()
+        content = json.dumps(body, default=_wire_value).encode()
+        retries = self.config.max_retries
+        attempt = 0
+        while True:
+            attempt += 1
+            request = client.build_request("POST", self.url, content=content)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt <= retries:
+                    await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")
+                    continue
+                raise self._unreachable(exc, attempt) from None
+            if response.is_success:
+                try:
+                    yield response
+                finally:
+                    await response.aclose()
+                return
+            try:
+                raw = await response.aread()
+            except httpx.TransportError:
+                raw = b""
+            finally:
+                await response.aclose()
+            if attempt <= retries and should_retry(response.status_code, response.headers, raw):
+                await self._pause(attempt, response, f"HTTP {response.status_code}")
+                continue
+            raise failure(
+                response.status_code,
+                raw,
+                where=self.where,
+                model=self.config.name,
+                key=key_origin(self.config.api_key),
+                attempts=attempt,
+                secrets=self._secrets,
+            )
+
+    async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
+        wait = backoff(attempt - 1, response.headers if response is not None else {})
+        log.warning(
+            "%s: %s; retry %d of %d in %.2fs",
+            self.where,
+            seamkit.redact(why, self._secrets),
+            attempt,
+            self.config.max_retries,
+            wait,
+        )
+        await asyncio.sleep(wait)
+
+    def _unreachable(self, exc: httpx.TransportError, attempts: int) -> seamkit.ModelError:
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if isinstance(exc, httpx.ConnectTimeout):
+            said = f"no connection within {self.config.connect_timeout_seconds:g}s"
+        elif isinstance(exc, httpx.TimeoutException):
+            said = f"no answer within {self.config.timeout_seconds:g}s"
+        else:
+            said = f"{type(exc).__name__}: {exc}"
+        return seamkit.ModelError(
+            seamkit.redact(f"cannot reach {self.where}{tries}: {said}", self._secrets),
+            provider="openai",
+            hint="check base_url and that the server is running",
+        )
+
+    async def complete(self, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
+        """The whole answer to ``request``, as one turn."""
+        body = request_body(request, self.config, stream=False)
+        async with self._answer(body) as response:
+            try:
+                raw = await response.aread()
+            except httpx.TransportError as exc:
+                raise self._cut(None, exc) from None
+        return self._whole(raw)
+
+    def _whole(self, raw: bytes) -> seamkit.ModelTurn:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise seamkit.ModelError(
+                f"{self.where} answered with something that is not JSON: {raw[:200]!r}",
+                provider="openai",
+            ) from None
+        if not isinstance(data, dict) or ("error" in data and not data.get("choices")):
+            raise stream_failure(
+                data.get("error") if isinstance(data, dict) else data,
+                where=self.where,
+                model=self.config.name,
+                secrets=self._secrets,
+            )
+        turn, reason = turn_from_completion(data)
+        return self._finished(turn, reason)
+
+    async def stream(self, request: seamkit.ModelRequest) -> AsyncIterator[str | seamkit.ModelTurn]:
+        """The answer's text as it arrives, then the turn."""
+        body = request_body(request, self.config, stream=True)
+        async with self._answer(body) as response:
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                raw = await response.aread()  # a server that ignored stream: true
+                turn = self._whole(raw)
+                if turn.message.text:
+                    yield turn.message.text
+                yield turn
+                return
+            assembler = TurnAssembler()
+            done = False
+            try:
+                async for event in EventSource(response).aiter_sse():
+                    data = event.data
+                    if data == "[DONE]":
+                        done = True
+                        break
+                    if not data:
+                        continue
+                    chunk = self._chunk(data)
+                    text = assembler.feed(chunk)
+                    if text:
+                        yield text
+            except httpx.TransportError as exc:
+                raise self._cut(assembler, exc) from None
+            if not done and assembler.finish_reason is None:
+                raise self._cut(assembler, None)
+        yield self._finished(assembler.finish(), assembler.finish_reason)
+
+    def _chunk(self, data: str) -> dict[str, object]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise seamkit.ModelError(
+                f"{self.where} sent a stream event that is not JSON: {data[:200]!r}",
+                provider="openai",
+            ) from None
+        if not isinstance(chunk, dict):
+            raise seamkit.ModelError(
+                f"{self.where} sent a stream event that is not an object: {data[:200]!r}",
+                provider="openai",
+            )
+        if chunk.get("error"):
+            raise stream_failure(
+                chunk["error"], where=self.where, model=self.config.name, secrets=self._secrets
+            )
+        return chunk
+
+    def _cut(
+        self, assembler: TurnAssembler | None, exc: httpx.TransportError | None
+    ) -> seamkit.ModelError:
+        """The error for an answer that stopped before its end."""
+        if assembler is None:
+            where_cut = "while its body was read"
+        else:
+            call = assembler.open_call
+            text = assembler.text_so_far
+            if call is not None:
+                name, length = call
+                where_cut = (
+                    f"in the middle of tool call {name or '(unnamed)'!r} "
+                    f"({length} characters of arguments so far)"
+                )
+            elif text:
+                where_cut = f"in the middle of the text ({len(text)} characters so far)"
+            else:
+                where_cut = "before any of the answer"
+            where_cut = f"after {assembler.chunks} chunks, {where_cut}"
+        cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        return seamkit.ModelError(
+            seamkit.redact(
+                f"the answer from {self.where} (model {self.config.name!r}) was cut off "
+                f"before [DONE] {where_cut}{cause}",
+                self._secrets,
+            ),
+            provider="openai",
+            hint="the server or the network dropped the stream; run again",
+        )
+
+    def _finished(self, turn: seamkit.ModelTurn, reason: str | None) -> seamkit.ModelTurn:
+        """``turn``, unless its finish reason says it is not an answer."""
+        if reason in FAILED_FINISHES:
+            raise seamkit.ModelError(
+                f"{self.where} gave up on the answer (finish_reason {reason!r})",
+                provider="openai",
+            )
+        if is_filtered(reason):
+            raise seamkit.ModelError(
+                f"{self.where}: the provider's content filter stopped the answer "
+                f"(finish_reason {reason!r})",
+                provider="openai",
+            )
+        if reason == "length":
+            for call in turn.message.tool_calls or ():
+                try:
+                    json.loads(call.function.arguments)
+                except ValueError:
+                    raise seamkit.ModelError(
+                        f"{self.where}: the answer hit the token limit in the middle of "
+                        f"tool call {call.function.name!r}'s arguments",
+                        provider="openai",
+                        hint="raise the request's max_tokens",
+                    ) from None
+            log.info("%s: the answer stopped at the token limit", self.where)
+        return turn

@@ -1,0 +1,109 @@
+"""The request body: a patched `ModelRequest` in the chat-completions format.
+
+- ``preamble`` is the first message, role ``system``;
+- ``extra_context`` documents are appended to that system message (one
+  system message, first, is what every server's chat template accepts), as::
+
+      <documents>
+      <document id="...">
+      text
+      </document>
+      </documents>
+
+  with a ``<metadata>{json}</metadata>`` line first inside a document that
+  has metadata;
+- ``temperature``; the token limit as ``max_completion_tokens`` (or
+  ``max_tokens``, by ``token_limit_field``); ``tool_choice`` as the string, or
+  ``{"type": "function", "function": {"name": ...}}`` for a tool's name;
+  ``tools`` as functions (left out, with ``tool_choice``, when there are none);
+- then the config's ``extra_body``, then the request's ``additional_params``
+  (a later one wins; neither may set ``messages`` or ``stream``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import seamkit
+
+from ._config import RESERVED_BODY_KEYS, OpenAIConfig
+
+__all__ = ["render_documents", "request_body"]
+
+_PLAIN_CHOICES = frozenset({"auto", "none", "required"})
+
+
+def render_documents(documents: tuple[seamkit.Document, ...]) -> str:
+    """The documents as the one block the system message carries."""
+    parts = ["<documents>"]
+    for doc in documents:
+        parts.append(f'<document id="{_attribute(doc.id)}">')
+        if doc.metadata:
+            parts.append(f"<metadata>{json.dumps(doc.metadata, sort_keys=True)}</metadata>")
+        parts.append(doc.text)
+        parts.append("</document>")
+    parts.append("</documents>")
+    return "\n".join(parts)
+
+
+def _attribute(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def _system(request: seamkit.ModelRequest) -> str | None:
+    if not request.extra_context:
+        return request.preamble
+    documents = render_documents(request.extra_context)
+    return f"{request.preamble}\n\n{documents}" if request.preamble else documents
+
+
+def request_body(
+    request: seamkit.ModelRequest, config: OpenAIConfig, *, stream: bool
+) -> dict[str, Any]:
+    """The JSON body for ``POST {base_url}/chat/completions``. Raises
+    `seamkit.ModelError` when ``additional_params`` sets a reserved field."""
+    messages: list[dict[str, Any]] = []
+    system = _system(request)
+    if system is not None:
+        messages.append({"role": "system", "content": system})
+    messages.extend(m.to_openai() for m in request.messages)
+    body: dict[str, Any] = {"model": config.name, "messages": messages}
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
+    if request.max_tokens is not None:
+        body[config.token_limit_field] = request.max_tokens
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+        choice = request.tool_choice
+        if choice is not None:
+            body["tool_choice"] = (
+                choice
+                if choice in _PLAIN_CHOICES
+                else {"type": "function", "function": {"name": choice}}
+            )
+    if stream:
+        body["stream"] = True
+        if config.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+    body.update(config.extra_body)
+    if request.additional_params:
+        reserved = sorted(RESERVED_BODY_KEYS & request.additional_params.keys())
+        if reserved:
+            raise seamkit.ModelError(
+                f"additional_params may not set {', '.join(reserved)}: the openai provider "
+                "writes them",
+                provider="openai",
+            )
+        body.update(request.additional_params)
+    return body

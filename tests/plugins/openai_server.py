@@ -1,0 +1,177 @@
+"""A local OpenAI-compatible server for the provider's tests: a small ASGI app
+that replays scripted answers byte for byte, served by uvicorn on 127.0.0.1
+with a free port, on a thread of its own.
+
+Each request's ``model`` picks the script: `ReplayServer.script` queues the
+answers for one model name, consumed one per request (a retry takes the next
+one). Every request is recorded (`ReplayServer.requests`), headers and body,
+so a test can read what went on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+TRANSCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "openai"
+
+
+@dataclass
+class Reply:
+    """One scripted answer: ``status``, ``headers`` and the body in pieces
+    (each piece its own write, ``pause`` seconds apart); ``delay`` before the
+    headers; ``cut`` drops the connection after the last piece."""
+
+    body: list[bytes] = field(default_factory=list)
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    pause: float = 0.0
+    delay: float = 0.0
+    cut: bool = False
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200, **headers: str) -> Reply:
+        return cls(
+            [json.dumps(data).encode()], status, {"content-type": "application/json", **headers}
+        )
+
+    @classmethod
+    def sse(cls, events: list[Any], *, done: bool = True, **options: Any) -> Reply:
+        """A stream of ``data:`` events (dicts are JSON-encoded), then ``[DONE]``."""
+        body = [f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in events]
+        if done:
+            body.append(b"data: [DONE]\n\n")
+        return cls(body, headers={"content-type": "text/event-stream"}, **options)
+
+    @classmethod
+    def transcript(cls, name: str, **options: Any) -> Reply:
+        """The wire transcript ``tests/fixtures/openai/<name>.sse``, its ``#``
+        comment lines (the source) left out, one write per event."""
+        text = (TRANSCRIPTS / f"{name}.sse").read_text(encoding="utf-8")
+        lines = [line for line in text.splitlines() if not line.startswith("#")]
+        events = "\n".join(lines).strip("\n").split("\n\n")
+        return cls(
+            [f"{event}\n\n".encode() for event in events],
+            headers={"content-type": "text/event-stream"},
+            **options,
+        )
+
+
+@dataclass
+class Seen:
+    """A request the server received."""
+
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class ReplayServer:
+    """The server; use as a context manager, or `start` and `stop`."""
+
+    def __init__(self) -> None:
+        self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self.requests: list[Seen] = []
+        self.disconnects = 0
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            interface="asgi3",
+            log_level="critical",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, model: str, *replies: Reply) -> None:
+        """Queue ``replies`` for requests naming ``model``."""
+        self.scripts[model].extend(replies)
+
+    def _run(self) -> None:
+        self._server.run(sockets=[self._sock])
+
+    def start(self) -> ReplayServer:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the replay server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()
+
+    def __enter__(self) -> ReplayServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        raw = b""
+        while True:
+            message = await receive()
+            raw += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        body = json.loads(raw) if raw else {}
+        headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+        self.requests.append(Seen(scope["path"], headers, body))
+        queue = self.scripts.get(str(body.get("model")))
+        if scope["path"] == "/v1/models":
+            reply = Reply.json({"object": "list", "data": []})
+        elif not queue:
+            reply = Reply.json(
+                {"error": {"message": f"no script for model {body.get('model')!r}"}}, 404
+            )
+        else:
+            reply = queue.popleft()
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(k.encode(), v.encode()) for k, v in reply.headers.items()],
+            }
+        )
+        watcher = asyncio.ensure_future(self._watch(receive))
+        try:
+            for piece in reply.body:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+                if reply.pause:
+                    await asyncio.sleep(reply.pause)
+                if watcher.done():
+                    return
+            if reply.cut:
+                raise ConnectionAbortedError("the replay server cuts this stream")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            watcher.cancel()
+
+    async def _watch(self, receive: Any) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.disconnects += 1

@@ -84,6 +84,9 @@ class ReplayServer:
         self.disconnects = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit TCP_NODELAY: no Nagle stall between a
+        # body's last piece and the end of its chunked encoding.
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(

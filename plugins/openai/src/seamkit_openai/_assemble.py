@@ -56,11 +56,12 @@ def usage_of(data: Any) -> seamkit.Usage | None:
 
 
 class _Call:
-    __slots__ = ("arguments", "id", "name")
+    __slots__ = ("arguments", "id", "index", "name")
 
-    def __init__(self, id: str, name: str) -> None:
+    def __init__(self, id: str, index: int | None) -> None:
         self.id = id
-        self.name = name
+        self.index = index
+        self.name = ""
         self.arguments: list[str] = []
 
 
@@ -126,12 +127,12 @@ class TurnAssembler:
         if isinstance(index, int):
             call = self._by_index.get(index)
             if call is None or (call_id and call.id and call_id != call.id):
-                call = self._open(call_id)
+                call = self._open(call_id, index)
                 self._by_index[index] = call
         elif call_id:
-            call = self._by_id.get(call_id) or self._open(call_id)
+            call = self._by_id.get(call_id) or self._open(call_id, None)
         else:
-            call = self._calls[-1] if self._calls else self._open("")
+            call = self._calls[-1] if self._calls else self._open("", None)
         if call_id and not call.id:
             call.id = call_id
             self._by_id[call_id] = call
@@ -142,8 +143,8 @@ class TurnAssembler:
         if arguments:
             call.arguments.append(arguments)
 
-    def _open(self, call_id: str) -> _Call:
-        call = _Call(call_id, "")
+    def _open(self, call_id: str, index: int | None) -> _Call:
+        call = _Call(call_id, index)
         self._calls.append(call)
         if call_id:
             self._by_id[call_id] = call
@@ -163,10 +164,14 @@ class TurnAssembler:
         return call.name, sum(len(a) for a in call.arguments)
 
     def finish(self) -> seamkit.ModelTurn:
-        """The turn the chunks fed so far make."""
+        """The turn the chunks fed so far make: calls in the order of their
+        indexes when every call has one, else in the order they began."""
+        calls = self._calls
+        if all(c.index is not None for c in calls):
+            calls = sorted(calls, key=lambda c: c.index or 0)
         return _turn(
             "".join(self._text),
-            [(c.id, c.name, "".join(c.arguments)) for c in self._calls],
+            [(c.id, c.name, "".join(c.arguments)) for c in calls],
             self.usage,
         )
 

@@ -47,6 +47,7 @@ class OpenAIModel:
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = f"{base_url}/chat/completions"
         self.where = f"openai provider at {base_url}"
+        self._tls = not base_url.startswith("http://")
         self._secrets = seamkit.plugins.secret_texts(self.config)
         self._headers = self._make_headers()
         self._client: httpx.AsyncClient | None = None
@@ -88,7 +89,11 @@ class OpenAIModel:
                     max_connections=config.max_connections,
                     max_keepalive_connections=min(100, config.max_connections),
                 ),
-                follow_redirects=True,
+                # A plain-HTTP server (a local Ollama or vLLM) needs no TLS: no
+                # certificate store to load (about 0.1 s), and no redirect to
+                # follow to a host whose certificate would go unchecked.
+                verify=self._tls,
+                follow_redirects=self._tls,
             )
             self._loop = loop
         return self._client

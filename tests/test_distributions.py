@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURE_DISTS, ROOT
+from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +73,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "refresh-ttl"),
         str(ROOT / "contrib" / "refresh-daily"),
         str(ROOT / "plugins" / "tool-call"),
+        str(ROOT / "plugins" / "openai"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -115,6 +117,25 @@ def test_the_memory_example_runs_with_the_installed_tool_call_plugin(
         assert out.returncode == 0, out.stderr
         assert out.stdout == "Noted.\n"
     assert (tmp_path / "calls.log").read_text() == "get_memories ann\n"  # fresh at 09:10
+
+
+def test_the_installed_openai_provider_answers_from_a_real_server(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    out = fresh_env.seamkit("plugins", "--json")
+    openai = {p["name"]: p for p in json.loads(out.stdout)}["openai"]
+    assert (openai["distribution"], openai["error"]) == ("seamkit-openai", None)
+    assert openai["kinds"] == ["model:openai"]
+    with ReplayServer() as server:
+        server.script("installed", Reply.transcript("openai_text"))
+        app = tmp_path / "app.yaml"
+        app.write_text(
+            f"name: demo\nmodel: {{provider: openai, name: installed, "
+            f"base_url: '{server.base_url}'}}\n"
+        )
+        out = fresh_env.seamkit("run", str(app), "hi")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Hello, world\n"
 
 
 def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:

@@ -154,6 +154,21 @@ def test_extra_body_then_additional_params_are_merged(server: ReplayServer) -> N
     assert body["user"] == "u1"
 
 
+def test_a_secret_in_extra_body_goes_on_the_wire_and_nowhere_else(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    token = seamkit.Secret("body-canary-991", source="${secret:BODY_TOKEN}")
+    echo = error_body("bad token body-canary-991")
+    server.script("w-secret", Reply.json(TEXT), Reply.json(echo, 500), Reply.json(echo, 500))
+    model = model_for(server, "w-secret", extra_body={"auth": {"token": token}}, max_retries=1)
+    asyncio.run(model.complete(ask()))
+    assert last_body(server, "w-secret")["auth"] == {"token": "body-canary-991"}
+    with caplog.at_level(logging.DEBUG), pytest.raises(seamkit.ModelError) as caught:
+        asyncio.run(model.complete(ask()))
+    assert "bad token ***" in str(caught.value)
+    assert "body-canary-991" not in str(caught.value) + caplog.text + repr(model)
+
+
 def test_additional_params_may_not_set_messages_or_stream(server: ReplayServer) -> None:
     model = model_for(server, "w-reserved")
     with pytest.raises(seamkit.ModelError, match="may not set stream"):

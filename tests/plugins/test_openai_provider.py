@@ -512,6 +512,16 @@ def test_403_from_the_environment_key_names_openai_api_key(
     assert CANARY not in str(caught.value)
 
 
+def test_401_without_a_key_says_to_set_one(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.script("x-nokey", Reply.json(error_body("You didn't provide an API key."), 401))
+    with pytest.raises(seamkit.ModelError, match="wants an API key, and none was set") as caught:
+        asyncio.run(model_for(server, "x-nokey", api_key=None).complete(ask()))
+    assert "OPENAI_API_KEY" in (caught.value.hint or "")
+
+
 def test_404_names_the_model_and_the_base_url(server: ReplayServer) -> None:
     server.script("x-404", Reply.json(error_body("The model does not exist"), 404))
     with pytest.raises(seamkit.ModelError) as caught:

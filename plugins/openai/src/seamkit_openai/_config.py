@@ -110,12 +110,12 @@ class OpenAIConfig(seamkit.ModelConfig):
         return self.model_copy(update=updates) if updates else self
 
 
-def key_origin(key: seamkit.Secret[str] | None) -> str:
+def key_origin(key: seamkit.Secret[str] | None) -> str | None:
     """Where the API key came from, for an error message: the variables it was
     read from (``OPENAI_API_KEY``, ``MY_KEY`` for ``${secret:MY_KEY}``),
-    never the value."""
+    never the value; ``None`` when there is no key."""
     if key is None:
-        return "no API key (set OPENAI_API_KEY, or api_key in the model's config)"
+        return None
     source = key.source
     if source is None:
         return "the api_key in the model's config"

@@ -131,19 +131,26 @@ def failure(
     *,
     where: str,
     model: str,
-    key: str,
+    key: str | None,
     attempts: int,
     secrets: Sequence[str],
 ) -> seamkit.ModelError:
     """The error for a final answer of ``status``: ``where`` names the provider
-    and base URL, ``key`` where the API key came from (never the key)."""
+    and base URL, ``key`` where the API key came from (never the key), or
+    ``None`` when no key was set."""
     said = seamkit.redact(server_message(body), secrets)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
+        if key is None:
+            return seamkit.ModelError(
+                f"{where} wants an API key, and none was set ({status}{tries}: {said})",
+                provider="openai",
+                hint="set OPENAI_API_KEY, or api_key: ${secret:VAR} in the model's config",
+            )
         return seamkit.ModelError(
             f"{where} refused {key} ({status}{tries}: {said})",
             provider="openai",
-            hint="check that the key is set, current, and allowed to use model " + repr(model),
+            hint=f"check that the key is current and allowed to use model {model!r}",
         )
     if status == 404:
         return seamkit.ModelError(

@@ -1,0 +1,662 @@
+"""The ``openai`` provider against a server nobody here wrote: LiteLLM's proxy
+answering from its mock responses, ``litellm[proxy]`` pip-installed from PyPI
+into a throwaway virtual environment (not a dependency of this repository).
+
+Two proxies run for the whole module, started side by side: a stock one
+(``general_settings.master_key`` only, no database) and one that checks keys
+with LiteLLM's documented ``general_settings.custom_auth`` hook, so that a
+wrong key gets a real 401 (see below). Installing is the slow part (two
+minutes or more, nothing cached); the proxies boot in about 15 seconds. A
+proxy that cannot be installed or started fails every test here, loudly:
+nothing is skipped.
+
+What LiteLLM (1.106.2, when this was written) actually does, observed on the
+wire with curl and relied on below:
+
+- A streamed mock answer comes three characters per chunk; with
+  ``stream_options.include_usage`` the usage rides on one more chunk whose
+  ``choices`` is ``[{"index": 0, "delta": {}}]`` (not empty, as OpenAI's is).
+  The streamed usage differs from the whole answer's (8 in / 5 out against
+  10 in / 20 out): only the text is the same both ways.
+- With a master key and no database, a key other than the master key is
+  refused with **400** ``{"error": {"message": "No connected db.", "type":
+  "no_db_connection"}}``, never a 401: LiteLLM looks the key up in a database
+  it does not have. The provider names the key's variable only for 401/403,
+  so against a stock proxy the error says "answered 400: No connected db."
+  and not which variable to fix. A 401 needs a database of virtual keys, or
+  ``custom_auth``: ours raises ``HTTPException(401)`` echoing the key, as
+  servers do. (A plain ``Exception`` from ``custom_auth`` gives a 500 instead:
+  LiteLLM's auth error handler crashes importing ``prisma``. An empty
+  ``Authorization: Bearer`` got a 500 too.)
+- By default LiteLLM's router retries a mock 429 twice itself (about five
+  seconds) before answering; ``router_settings.num_retries: 0`` turns that
+  off, so every 429 reaches the provider at once.
+- Its 429 carries no ``retry-after``, so the provider waits its own backoff.
+- Tool calls: ``mock_tool_calls`` in ``litellm_params`` shows up only in the
+  whole (non-streamed) answer, next to LiteLLM's default mock text ("This is
+  a mock request") and with ``finish_reason: "stop"``; the streamed answer
+  has the text and no tool-call delta at all. A ``mock_response`` given as a
+  whole completion object (``choices[0].message.tool_calls``, ``finish_reason:
+  "tool_calls"``) is returned as is when not streamed, and answered with a
+  500 (``'ModelResponse' object has no attribute '__aiter__'``) when
+  streamed. ``mock_response`` and ``mock_tool_calls`` in the request body are
+  ignored by the proxy. So tool calls are tested on the non-streaming path
+  only (``complete``, and ``Agent.run``, which calls ``complete``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import venv
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, quote_plus
+
+import httpx
+import pytest
+import seamkit
+import yaml
+from seamkit.stream import RunFinished, TextDelta
+from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+MOCK_TEXT = "Hello from LiteLLM"
+MASTER_KEY = "sk-test"
+CANARY = "sk-canary-LEAK-123"
+KEY_SOURCE = "${secret:LITELLM_KEY}"
+TOOL_ARGUMENTS = {"a": 2, "b": 3}
+LITELLM_DEFAULT_MOCK_TEXT = "This is a mock request"
+"""What LiteLLM answers when an entry has ``mock_tool_calls`` and no ``mock_response``."""
+
+BOOT_SECONDS = 120.0
+SEAMKIT = Path(sys.executable).with_name("seamkit")
+
+_TOOL_CALL = {
+    "id": "call_litellm_add",
+    "type": "function",
+    "function": {"name": "add", "arguments": json.dumps(TOOL_ARGUMENTS)},
+}
+
+_MOCKS: list[tuple[str, dict[str, Any]]] = [
+    ("mock-gpt", {"mock_response": MOCK_TEXT}),
+    ("mock-ratelimit", {"mock_response": "litellm.RateLimitError"}),
+    ("mock-context", {"mock_response": "litellm.ContextWindowExceededError"}),
+    # LiteLLM's documented way: the calls next to the default mock text
+    ("mock-tool-calls", {"mock_tool_calls": [_TOOL_CALL]}),
+    # a whole completion as the mock: only the call, finish_reason tool_calls
+    (
+        "mock-tool-turn",
+        {
+            "mock_response": {
+                "id": "chatcmpl-mock-tool-turn",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "mock-tool-turn",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "tool_calls",
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [_TOOL_CALL],
+                        },
+                    }
+                ],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+            }
+        },
+    ),
+]
+
+MODEL_LIST = [
+    {"model_name": name, "litellm_params": {"model": f"openai/{name}", "api_key": "fake", **mock}}
+    for name, mock in _MOCKS
+]
+
+CUSTOM_AUTH = f'''\
+"""LiteLLM custom auth: the master key passes; any other key gets a 401
+that echoes it back, as some servers do (OpenAI echoes part of it)."""
+
+from fastapi import HTTPException, Request
+from litellm.proxy._types import UserAPIKeyAuth
+
+
+async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
+    if api_key == {MASTER_KEY!r}:
+        return UserAPIKeyAuth(api_key=api_key)
+    raise HTTPException(
+        status_code=401,
+        detail=f"Invalid proxy server token passed. Received API Key = {{api_key}}",
+    )
+'''
+
+
+# --- the proxies ---------------------------------------------------------------
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without what would tie a child to this
+    repository's virtual environment or seamkit's settings."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SEAMKIT_", "VIRTUAL_ENV", "PYTHON", "LITELLM_"))
+    }
+    env.update(extra)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Proxy:
+    """One running LiteLLM proxy: its process, port and log."""
+
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def log_text(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def tail(self, chars: int = 4000) -> str:
+        return self.log_text()[-chars:]
+
+    def answered(self, status: int) -> int:
+        """How many chat-completions requests the proxy's access log shows
+        answered with ``status``."""
+        pattern = rf'"POST /v1/chat/completions HTTP/1\.1" {status} '
+        return len(re.findall(pattern, self.log_text()))
+
+    def wait_answered(self, status: int, count: int) -> int:
+        """``answered(status)`` once it reaches ``count`` (or after 5 s)."""
+        deadline = time.monotonic() + 5
+        while (seen := self.answered(status)) < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return seen
+
+
+LITELLM = "litellm[proxy]==1.106.2"
+"""The release whose behaviour the module docstring describes."""
+
+
+@pytest.fixture(scope="module")
+def litellm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``litellm`` from a fresh virtual environment with ``litellm[proxy]``
+    installed from PyPI: by uv when the suite runs under ``uv run`` (it sets
+    ``UV``; a minute faster), else by pip, nothing cached."""
+    path = tmp_path_factory.mktemp("litellm-venv")
+    uv = os.environ.get("UV")
+    venv.EnvBuilder(with_pip=uv is None, clear=True).create(path)
+    python = path / "bin" / "python"
+    if uv is not None:
+        command = [uv, "pip", "install", "--quiet", "--python", str(python), LITELLM]
+    else:
+        command = [str(python), "-m", "pip", "install", "--quiet", "--no-cache-dir", LITELLM]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        env=_clean_env(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1"),
+        timeout=900,
+    )
+    if done.returncode != 0:
+        pytest.fail(
+            f"installing {LITELLM} failed (exit {done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}",
+            pytrace=False,
+        )
+    litellm = path / "bin" / "litellm"
+    assert litellm.exists(), f"{LITELLM} was installed but there is no {litellm}"
+    return litellm
+
+
+def _start(litellm: Path, directory: Path, general: dict[str, Any]) -> Proxy:
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {
+        "model_list": MODEL_LIST,
+        "general_settings": {"master_key": MASTER_KEY, **general},
+        "router_settings": {"num_retries": 0},
+    }
+    (directory / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    port = _free_port()
+    log = directory / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                str(litellm),
+                "--config",
+                str(directory / "config.yaml"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+            ],
+            cwd=directory,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=_clean_env(LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONUNBUFFERED="1"),
+        )
+    return Proxy(directory.name, port, process, log)
+
+
+def _wait_ready(proxy: Proxy, deadline: float) -> None:
+    url = f"http://127.0.0.1:{proxy.port}/health/liveliness"
+    while True:
+        code = proxy.process.poll()
+        if code is not None:
+            pytest.fail(
+                f"LiteLLM proxy {proxy.name!r} exited with {code} before it was ready:\n"
+                f"{proxy.tail()}",
+                pytrace=False,
+            )
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"LiteLLM proxy {proxy.name!r} not ready on port {proxy.port} after "
+                f"{BOOT_SECONDS:g}s:\n{proxy.tail()}",
+                pytrace=False,
+            )
+        time.sleep(0.25)
+
+
+def _stop(proxy: Proxy) -> None:
+    if proxy.process.poll() is None:
+        proxy.process.terminate()
+        try:
+            proxy.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proxy.process.kill()
+            proxy.process.wait(timeout=15)
+
+
+@dataclass
+class Proxies:
+    stock: Proxy
+    """Master key only, no database: a wrong key gets LiteLLM's 400."""
+    auth: Proxy
+    """``custom_auth``: a wrong key gets a 401 that echoes it."""
+
+
+@pytest.fixture(scope="module")
+def proxies(litellm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxies]:
+    root = tmp_path_factory.mktemp("litellm")
+    (root / "auth").mkdir()
+    (root / "auth" / "seamkit_test_auth.py").write_text(CUSTOM_AUTH, encoding="utf-8")
+    started: list[Proxy] = []
+    try:
+        started.append(_start(litellm_bin, root / "stock", {}))
+        started.append(
+            _start(
+                litellm_bin,
+                root / "auth",
+                {"custom_auth": "seamkit_test_auth.user_api_key_auth"},
+            )
+        )
+        deadline = time.monotonic() + BOOT_SECONDS
+        for proxy in started:
+            _wait_ready(proxy, deadline)
+        yield Proxies(*started)
+    finally:
+        for proxy in started:
+            _stop(proxy)
+
+
+@pytest.fixture
+def stock(proxies: Proxies) -> Proxy:
+    return proxies.stock
+
+
+@pytest.fixture
+def auth(proxies: Proxies) -> Proxy:
+    return proxies.auth
+
+
+# --- helpers -------------------------------------------------------------------
+
+
+def _model(
+    proxy: Proxy, name: str = "mock-gpt", key: str = MASTER_KEY, **options: Any
+) -> OpenAIModel:
+    return build_model(
+        OpenAIConfig(
+            provider="openai",
+            name=name,
+            base_url=proxy.base_url,
+            api_key=seamkit.Secret(key, source=KEY_SOURCE),
+            **options,
+        )
+    )
+
+
+REQUEST = seamkit.ModelRequest(messages=(seamkit.Message.user("hi"),))
+
+
+async def _stream(model: OpenAIModel) -> list[str | seamkit.ModelTurn]:
+    return [item async for item in model.stream(REQUEST)]
+
+
+async def _ask(model: OpenAIModel, how: str) -> seamkit.ModelTurn:
+    """One answer, by ``complete`` or by ``stream`` (its final turn)."""
+    if how == "complete":
+        return await model.complete(REQUEST)
+    items = await _stream(model)
+    turn = items[-1]
+    assert isinstance(turn, seamkit.ModelTurn)
+    return turn
+
+
+async def _failure(model: OpenAIModel, how: str) -> seamkit.ModelError:
+    try:
+        await _ask(model, how)
+    except seamkit.ModelError as exc:
+        return exc
+    finally:
+        await model.aclose()
+    raise AssertionError(f"{how} succeeded; expected a ModelError")
+
+
+def _leak_forms(secret: str) -> list[str]:
+    """The key and the encodings it could hide in: URL-quoted, hex, base64
+    (standard and URL-safe, padded or not), and its distinctive middle."""
+    raw = secret.encode()
+    forms = {secret, "canary-LEAK", quote(secret, safe=""), quote_plus(secret), raw.hex()}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        text = encode(raw).decode("ascii")
+        forms |= {text, text.rstrip("=")}
+    return sorted(forms)
+
+
+def _assert_no_canary(text: str, where: str) -> None:
+    found = [form for form in _leak_forms(CANARY) if form in text]
+    assert not found, f"{where} holds the API key (as {found}):\n{text}"
+
+
+def _exception_text(exc: BaseException) -> str:
+    """Every text an exception carries: str, repr, args, attributes and the
+    formatted traceback, of it and of every exception chained to it
+    (suppressed contexts included)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        parts += [str(current), repr(current), *map(repr, current.args)]
+        parts += [repr(vars(current)), "".join(traceback.format_exception(current))]
+        stack += [current.__cause__, current.__context__]
+    return "\n".join(parts)
+
+
+def _log_text(caplog: pytest.LogCaptureFixture) -> str:
+    return "\n".join(
+        [caplog.text, *(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)]
+    )
+
+
+# --- answers -------------------------------------------------------------------
+
+
+def test_streamed_text_arrives_in_deltas_and_makes_the_turn(stock: Proxy) -> None:
+    async def go() -> list[str | seamkit.ModelTurn]:
+        async with _model(stock) as model:
+            return await _stream(model)
+
+    items = asyncio.run(go())
+    deltas = [item for item in items[:-1] if isinstance(item, str)]
+    assert len(deltas) == len(items) - 1, f"only text before the turn: {items!r}"
+    assert len(deltas) > 1, f"expected the text in pieces, got {deltas!r}"
+    assert "".join(deltas) == MOCK_TEXT
+    turn = items[-1]
+    assert isinstance(turn, seamkit.ModelTurn)
+    assert turn.message.text == MOCK_TEXT
+    assert not turn.message.tool_calls
+    assert turn.usage.input_tokens > 0, turn.usage
+    assert turn.usage.output_tokens > 0, turn.usage
+
+
+def test_complete_gives_the_same_text_as_the_stream(stock: Proxy) -> None:
+    async def go() -> tuple[seamkit.ModelTurn, list[str | seamkit.ModelTurn]]:
+        async with _model(stock) as model:
+            return await model.complete(REQUEST), await _stream(model)
+
+    whole, streamed = asyncio.run(go())
+    assert whole.message.text == MOCK_TEXT
+    assert "".join(x for x in streamed if isinstance(x, str)) == whole.message.text
+    final = streamed[-1]
+    assert isinstance(final, seamkit.ModelTurn)
+    assert final.message.text == whole.message.text
+    assert whole.usage.input_tokens > 0 and whole.usage.output_tokens > 0, whole.usage
+
+
+def test_agent_run_completes_with_the_mock_text(stock: Proxy) -> None:
+    async def go() -> seamkit.RunResult:
+        async with _model(stock) as model:
+            return await seamkit.Agent(model=model).run("hi")
+
+    result = asyncio.run(go())
+    assert result.outcome == seamkit.Completed(), result.outcome
+    assert result.output == MOCK_TEXT
+    assert result.transcript[-1].role == "assistant"
+    assert result.usage.requests == 1
+
+
+def test_agent_stream_completes_with_the_mock_text(stock: Proxy) -> None:
+    async def go() -> list[Any]:
+        async with _model(stock) as model:
+            return [event async for event in seamkit.Agent(model=model).stream("hi")]
+
+    events = asyncio.run(go())
+    finished = events[-1]
+    assert isinstance(finished, RunFinished), events
+    assert finished.result.outcome == seamkit.Completed(), finished.result.outcome
+    assert finished.result.output == MOCK_TEXT
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == MOCK_TEXT
+
+
+# --- a wrong key ---------------------------------------------------------------
+
+
+def test_the_auth_proxy_echoes_a_wrong_key(auth: Proxy) -> None:
+    """The premise of the tests below: the server puts the key in its 401,
+    so keeping it out of the error is the provider's doing."""
+    answer = httpx.post(
+        f"{auth.base_url}/chat/completions",
+        headers={"authorization": f"Bearer {CANARY}"},
+        json={"model": "mock-gpt", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30,
+    )
+    assert answer.status_code == 401, answer.text
+    assert CANARY in answer.text
+
+
+@pytest.mark.parametrize("how", ["complete", "stream"])
+def test_a_wrong_key_names_its_variable_and_never_its_value(
+    auth: Proxy, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    exc = asyncio.run(_failure(_model(auth, key=CANARY), how))
+    message = str(exc)
+    assert not isinstance(exc, seamkit.ContextLengthExceeded)
+    assert "LITELLM_KEY" in message, message
+    assert "401" in message, message
+    assert "Invalid proxy server token passed" in message, message  # the server's words stay
+    _assert_no_canary(_exception_text(exc), "the exception")
+    _assert_no_canary(_log_text(caplog), "the logs")
+
+
+def test_a_wrong_key_fails_the_agent_run_without_the_key(
+    auth: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    async def go() -> seamkit.RunResult:
+        async with _model(auth, key=CANARY) as model:
+            return await seamkit.Agent(model=model).run("hi")
+
+    result = asyncio.run(go())
+    assert isinstance(result.outcome, seamkit.Failed), result.outcome
+    assert "LITELLM_KEY" in result.outcome.error, result.outcome.error
+    assert result.output is None
+    _assert_no_canary(result.outcome.error, "the run's error")
+    _assert_no_canary(result.model_dump_json(), "the RunResult")
+    _assert_no_canary(_log_text(caplog), "the logs")
+
+
+def test_a_wrong_key_on_a_stock_proxy_is_a_model_error_without_the_key(
+    stock: Proxy, caplog: pytest.LogCaptureFixture
+) -> None:
+    # LiteLLM without a database answers any key but the master key with a
+    # 400 "No connected db." (see the module's docstring), so the provider
+    # cannot tell it is about the key: the error has LiteLLM's words, not
+    # the variable's name. It must still hold no trace of the key.
+    caplog.set_level(logging.DEBUG)
+    exc = asyncio.run(_failure(_model(stock, key=CANARY), "complete"))
+    message = str(exc)
+    assert "400" in message and "No connected db" in message, message
+    _assert_no_canary(_exception_text(exc), "the exception")
+    _assert_no_canary(_log_text(caplog), "the logs")
+
+
+# --- errors the server mocks -----------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["complete", "stream"])
+def test_a_rate_limit_is_retried_then_reported(
+    stock: Proxy, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="seamkit.openai")
+    before = stock.answered(429)
+    exc = asyncio.run(_failure(_model(stock, "mock-ratelimit", max_retries=1), how))
+    message = str(exc)
+    assert type(exc) is seamkit.ModelError, repr(exc)
+    assert "429 after 2 attempts" in message, message
+    assert "rate limit" in message, message  # LiteLLM's own words
+    retries = [
+        r for r in caplog.records if r.name == "seamkit.openai" and r.levelno == logging.WARNING
+    ]
+    assert len(retries) == 1, [r.getMessage() for r in retries]
+    assert "HTTP 429; retry 1 of 1" in retries[0].getMessage()
+    assert stock.wait_answered(429, before + 2) - before == 2, stock.tail()
+
+
+@pytest.mark.parametrize("how", ["complete", "stream"])
+def test_a_context_window_error_is_context_length_exceeded(stock: Proxy, how: str) -> None:
+    before = stock.answered(400)
+    exc = asyncio.run(_failure(_model(stock, "mock-context"), how))
+    assert isinstance(exc, seamkit.ContextLengthExceeded), repr(exc)
+    assert exc.model == "mock-context"
+    assert "context window" in str(exc)
+    assert stock.wait_answered(400, before + 1) - before == 1, "a 400 must not be retried"
+
+
+# --- tool calls (not streamed: see the module's docstring) --------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [("mock-tool-calls", LITELLM_DEFAULT_MOCK_TEXT), ("mock-tool-turn", "")],
+)
+def test_complete_reads_litellms_tool_calls(stock: Proxy, name: str, text: str) -> None:
+    async def go() -> seamkit.ModelTurn:
+        async with _model(stock, name) as model:
+            return await model.complete(REQUEST)
+
+    turn = asyncio.run(go())
+    calls = turn.message.tool_calls or ()
+    assert len(calls) == 1, turn
+    assert calls[0].id == _TOOL_CALL["id"]
+    assert calls[0].function.name == "add"
+    assert json.loads(calls[0].function.arguments) == TOOL_ARGUMENTS
+    assert turn.message.text == text
+
+
+def test_the_agent_calls_the_tool_litellm_asks_for(stock: Proxy) -> None:
+    calls: list[tuple[int, int]] = []
+
+    @seamkit.tool(terminal=True)
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        calls.append((a, b))
+        return a + b
+
+    async def go() -> seamkit.RunResult:
+        async with _model(stock, "mock-tool-turn") as model:
+            return await seamkit.Agent(model=model, tools=[add]).run("add 2 and 3")
+
+    result = asyncio.run(go())
+    assert result.outcome == seamkit.Completed(), result.outcome
+    assert calls == [(2, 3)]
+    assert result.output == "5"
+    tool_messages = [m for m in result.transcript if m.role == "tool"]
+    assert [(m.tool_call_id, m.content) for m in tool_messages] == [(_TOOL_CALL["id"], "5")]
+
+
+# --- the command line -------------------------------------------------------------
+
+
+def _seamkit_run(proxy: Proxy, tmp_path: Path, key: str) -> subprocess.CompletedProcess[str]:
+    manifest = {
+        "name": "litellm-hello",
+        "model": {
+            "provider": "openai",
+            "name": "mock-gpt",
+            "base_url": proxy.base_url,
+            "api_key": KEY_SOURCE,
+            "max_retries": 0,
+        },
+    }
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump(manifest), encoding="utf-8")
+    return subprocess.run(
+        [str(SEAMKIT), "run", str(app), "hi"],
+        capture_output=True,
+        text=True,
+        env=_clean_env(LITELLM_KEY=key),
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_seamkit_run_prints_the_mock_text(stock: Proxy, tmp_path: Path) -> None:
+    done = _seamkit_run(stock, tmp_path, MASTER_KEY)
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert done.stdout.strip() == MOCK_TEXT, done.stdout
+    assert "[completed" in done.stderr, done.stderr
+
+
+def test_seamkit_run_with_a_wrong_key_names_its_variable(auth: Proxy, tmp_path: Path) -> None:
+    done = _seamkit_run(auth, tmp_path, CANARY)
+    assert done.returncode == 1, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    assert "[failed" in done.stderr and "LITELLM_KEY" in done.stderr, done.stderr
+    _assert_no_canary(done.stdout + done.stderr, "seamkit run's output")

@@ -91,3 +91,19 @@ def test_stable_placement_keeps_the_prefix_in_the_quick_run_too() -> None:
     shares = res["prefix_stable"]
     assert shares["stable"] == 1.0 and shares["history"] < 1.0
     assert res["all_met"] is True and res["resent_bytes"]["stable"] == 0
+
+
+def test_the_openai_provider_targets_are_measured_and_every_concurrent_run_completes() -> None:
+    """The provider's four targets each have a figure; whether every concurrent
+    run completed is a count, not a timing, so it is checked in the quick run too."""
+    res, _ = _quick("bench_openai")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {
+        "text/seamkit",
+        "tools/seamkit",
+        "concurrent/started",
+        "memory/rss_end",
+        "import/seamkit_openai",
+    }
+    concurrency = res["concurrency"]
+    assert concurrency["completed"] == concurrency["started"] > 0, concurrency["errors"]

@@ -73,6 +73,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    client: tuple[str, int]
 
 
 class ReplayServer:
@@ -141,7 +142,7 @@ class ReplayServer:
                 break
         body = json.loads(raw) if raw else {}
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
-        self.requests.append(Seen(scope["path"], headers, body))
+        self.requests.append(Seen(scope["path"], headers, body, tuple(scope["client"])))
         queue = self.scripts.get(str(body.get("model")))
         if scope["path"] == "/v1/models":
             reply = Reply.json({"object": "list", "data": []})

@@ -336,6 +336,19 @@ def test_a_streamed_transcript_gives_its_deltas_and_turn(
     assert turn.usage.requests == 1
 
 
+def test_streamed_turns_reuse_one_connection(server: ReplayServer) -> None:
+    server.script("s-reuse", *[Reply.transcript("openai_text") for _ in range(3)])
+    model = model_for(server, "s-reuse")
+
+    async def three() -> None:
+        for _ in range(3):
+            await streamed(model, ask())
+
+    asyncio.run(three())
+    clients = {r.client for r in server.requests if r.body.get("model") == "s-reuse"}
+    assert len(clients) == 1  # the body was read to its end after [DONE]
+
+
 def test_deltas_reach_the_agent_stream_as_they_arrive(server: ReplayServer) -> None:
     server.script(
         "s-live",

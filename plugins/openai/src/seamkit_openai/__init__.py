@@ -10,7 +10,8 @@ Ollama, llama.cpp's server, LiteLLM, OpenRouter and the DIAL core all serve::
       base_url: http://127.0.0.1:11434/v1
       api_key: ${secret:OLLAMA_KEY}
 
-Importing this module costs little: httpx loads when an app builds a model.
+Importing this module costs next to nothing: the config model (and pydantic)
+loads when seamkit registers the provider, httpx when an app builds a model.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
-from seamkit.plugins import BuildContext
-
-from ._config import OpenAIConfig
 
 if TYPE_CHECKING:
+    from seamkit.plugins import BuildContext
+
+    from ._config import OpenAIConfig as OpenAIConfig
     from ._model import OpenAIModel as OpenAIModel
 
 __all__ = ["OpenAIConfig", "OpenAIModel", "build_model", "register_models"]
@@ -42,6 +43,10 @@ def build_model(config: OpenAIConfig, build: BuildContext | None = None) -> Open
 
 
 def __getattr__(name: str) -> object:
+    if name == "OpenAIConfig":
+        from ._config import OpenAIConfig  # lazy: pydantic loads on registration
+
+        return OpenAIConfig
     if name == "OpenAIModel":
         from ._model import OpenAIModel  # lazy: see build_model
 
@@ -56,4 +61,6 @@ def __dir__() -> list[str]:
 @seamkit.hookimpl
 def register_models(register: Callable[..., None]) -> None:
     """Register the ``openai`` provider."""
+    from ._config import OpenAIConfig  # lazy: see __getattr__
+
     register("openai", build_model, config=OpenAIConfig)

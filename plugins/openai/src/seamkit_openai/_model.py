@@ -5,6 +5,7 @@ httpx client per event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -23,6 +24,10 @@ from ._wire import request_body
 __all__ = ["OpenAIModel"]
 
 log = logging.getLogger("seamkit.openai")
+
+_DRAIN_SECONDS = 1.0
+"""How long the end of a body after ``[DONE]`` may take before the connection
+is dropped instead of reused."""
 
 
 def _wire_value(value: object) -> object:
@@ -220,8 +225,9 @@ class OpenAIModel:
                 return
             assembler = TurnAssembler()
             done = False
+            events = EventSource(response).aiter_sse()
             try:
-                async for event in EventSource(response).aiter_sse():
+                async for event in events:
                     data = event.data
                     if data == "[DONE]":
                         done = True
@@ -236,6 +242,11 @@ class OpenAIModel:
                 raise self._cut(assembler, exc) from None
             if not done and assembler.finish_reason is None:
                 raise self._cut(assembler, None)
+            if done:  # read the body's end, so the connection goes back to the pool
+                with contextlib.suppress(httpx.TransportError, TimeoutError):
+                    async with asyncio.timeout(_DRAIN_SECONDS):
+                        async for _ in events:
+                            pass
         yield self._finished(assembler.finish(), assembler.finish_reason)
 
     def _chunk(self, data: str) -> dict[str, object]:

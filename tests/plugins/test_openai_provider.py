@@ -418,9 +418,18 @@ def test_an_error_event_inside_a_stream_fails_the_turn(
     server: ReplayServer, name: str, said: str
 ) -> None:
     server.script(f"e-{name}", Reply.transcript(name))
-    with pytest.raises(seamkit.ModelError, match="reported an error mid-stream") as caught:
+    with pytest.raises(seamkit.ModelError, match="reported an error in its answer") as caught:
         asyncio.run(streamed(model_for(server, f"e-{name}"), ask()))
     assert said in str(caught.value)
+
+
+def test_an_error_in_a_whole_200_answer_fails_the_turn(server: ReplayServer) -> None:
+    server.script("e-whole", Reply.json(error_body("upstream timed out")))
+    with pytest.raises(seamkit.ModelError, match="reported an error in its answer: upstream"):
+        asyncio.run(model_for(server, "e-whole").complete(ask()))
+    server.script("e-whole", Reply.json(["not", "an", "object"]))
+    with pytest.raises(seamkit.ModelError, match="sent an answer that is not a JSON object"):
+        asyncio.run(model_for(server, "e-whole").complete(ask()))
 
 
 @pytest.mark.parametrize("reason", ["error", "abort", "content_filter"])

@@ -21,7 +21,7 @@ from typing import Any
 
 import seamkit
 
-__all__ = ["backoff", "failure", "server_message", "should_retry", "stream_failure"]
+__all__ = ["answer_failure", "backoff", "failure", "server_message", "should_retry"]
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_SERVER_WAIT = 60.0
@@ -70,11 +70,11 @@ def _context_exceeded(body: bytes, said: str) -> bool:
     return bool(set(_code(body).split()) & _CONTEXT_CODES or _CONTEXT_WORDS.search(said))
 
 
-def stream_failure(
+def answer_failure(
     error: object, *, where: str, model: str, secrets: Sequence[str]
 ) -> seamkit.ModelError:
-    """The error for an ``{"error": ...}`` event inside a stream (vLLM,
-    OpenRouter send one after a 200)."""
+    """The error for an ``{"error": ...}`` in a 200 answer: a stream event
+    (vLLM, OpenRouter send one) or a whole body."""
     body = json.dumps({"error": error}).encode()
     said = seamkit.redact(server_message(body), secrets)
     if _context_exceeded(body, said):
@@ -83,7 +83,7 @@ def stream_failure(
             provider="openai",
             model=model,
         )
-    return seamkit.ModelError(f"{where} reported an error mid-stream: {said}", provider="openai")
+    return seamkit.ModelError(f"{where} reported an error in its answer: {said}", provider="openai")
 
 
 def should_retry(status: int, headers: Mapping[str, str], body: bytes) -> bool:

@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
+from typing import Any
 
 import httpx
 import seamkit
@@ -18,7 +19,7 @@ from httpx_sse import EventSource
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig, key_origin
-from ._failures import backoff, failure, should_retry, stream_failure
+from ._failures import answer_failure, backoff, failure, should_retry
 from ._wire import request_body
 
 __all__ = ["OpenAIModel"]
@@ -195,22 +196,26 @@ class OpenAIModel:
         return self._whole(raw)
 
     def _whole(self, raw: bytes) -> seamkit.ModelTurn:
+        turn, reason = turn_from_completion(self._object(raw, "an answer"))
+        return self._finished(turn, reason)
+
+    def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
+        """``raw`` as a JSON object; an error when it is not one, or when it
+        is an ``{"error": ...}`` (vLLM and OpenRouter send one after a 200)."""
         try:
             data = json.loads(raw)
         except ValueError:
+            data = None
+        if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} answered with something that is not JSON: {raw[:200]!r}",
+                f"{self.where} sent {what} that is not a JSON object: {raw[:200]!r}",
                 provider="openai",
-            ) from None
-        if not isinstance(data, dict) or ("error" in data and not data.get("choices")):
-            raise stream_failure(
-                data.get("error") if isinstance(data, dict) else data,
-                where=self.where,
-                model=self.config.name,
-                secrets=self._secrets,
             )
-        turn, reason = turn_from_completion(data)
-        return self._finished(turn, reason)
+        if data.get("error"):
+            raise answer_failure(
+                data["error"], where=self.where, model=self.config.name, secrets=self._secrets
+            )
+        return data
 
     async def stream(self, request: seamkit.ModelRequest) -> AsyncIterator[str | seamkit.ModelTurn]:
         """The answer's text as it arrives, then the turn."""
@@ -234,7 +239,7 @@ class OpenAIModel:
                         break
                     if not data:
                         continue
-                    chunk = self._chunk(data)
+                    chunk = self._object(data, "a stream event")
                     text = assembler.feed(chunk)
                     if text:
                         yield text
@@ -248,25 +253,6 @@ class OpenAIModel:
                         async for _ in events:
                             pass
         yield self._finished(assembler.finish(), assembler.finish_reason)
-
-    def _chunk(self, data: str) -> dict[str, object]:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not JSON: {data[:200]!r}",
-                provider="openai",
-            ) from None
-        if not isinstance(chunk, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not an object: {data[:200]!r}",
-                provider="openai",
-            )
-        if chunk.get("error"):
-            raise stream_failure(
-                chunk["error"], where=self.where, model=self.config.name, secrets=self._secrets
-            )
-        return chunk
 
     def _cut(
         self, assembler: TurnAssembler | None, exc: httpx.TransportError | None

@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
@@ -21,6 +22,7 @@ from ._events import HookEvent
 from ._loader import get_registry
 from ._manifest import AppConfig, Settings
 from ._parts import ToolEntry, build_model, build_parts, current_tools, open_store
+from ._patch import RequestPatch
 from ._registry import BuildContext, Registry
 from ._secret import redact, secret_texts
 from ._sessions import SessionStore, StoredSession
@@ -29,14 +31,31 @@ from ._toolmap import ToolMap
 from ._types import Diagnostic, Message, Model, RunResult
 from .stream import STREAMED, Event, ObservedEvent
 
-__all__ = ["Agent", "Input"]
+__all__ = ["Agent", "Continuation", "Input"]
 
 log = logging.getLogger("seamkit.run")
 
 Input = str | Message | Sequence[Message]
 """What a run answers: the user's text, a message, or messages."""
 
+Continuation = Callable[[tuple[Message, ...]], Input]
+"""A run's input as a function of its session's stored transcript: called
+under the session's lock, once the transcript is loaded (with ``()`` for a new
+session or a run without one). Raise to refuse the run: nothing is saved."""
+
 UNANSWERED = "Not run: the previous run ended before this call was answered."
+
+
+@dataclass(frozen=True, slots=True)
+class _RunOptions:
+    """The keyword options of one `Agent.run` or `Agent.stream`."""
+
+    context: ActionContext | Mapping[str, Any] | None
+    history: Sequence[Message]
+    session: str | None
+    store: SessionStore | str | None
+    defaults: RequestPatch | None
+    state: dict[str, Any] | None
 
 
 class Agent:
@@ -229,6 +248,7 @@ class Agent:
         stream: Callable[[Event], None] | None,
         session: str | None,
         state: dict[str, Any],
+        defaults: RequestPatch | None,
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
@@ -247,22 +267,25 @@ class Agent:
         ctx.diagnostics.extend(notes)
         messages = [*_answer_dangling(history), *_messages(input)]
         return RunState(
-            plan, ctx, messages, _emitter(ctx, stream, plan.dispatcher.observers), session
+            plan, ctx, messages, _emitter(ctx, stream, plan.dispatcher.observers), session, defaults
         )
 
     async def _execute(
         self,
-        input: Input,
-        context: ActionContext | Mapping[str, Any] | None,
-        history: Sequence[Message],
-        session: str | None,
-        store: SessionStore | str | None,
+        input: Input | Continuation,
+        options: _RunOptions,
         streaming: bool,
         stream: Callable[[Event], None] | None,
     ) -> RunResult:
+        session, context, history = options.session, options.context, options.history
         if session is None:
-            run = await self._start(input, context, history, streaming, stream, None, self._state)
+            state = self._state if options.state is None else options.state
+            messages = input(()) if callable(input) else input
+            run = await self._start(
+                messages, context, history, streaming, stream, None, state, options.defaults
+            )
             return await drive(run)
+        store = options.store
         held = (
             self.session_store()
             if store is None
@@ -271,8 +294,16 @@ class Agent:
         async with held.lock(session, self.settings.session_wait_seconds):
             stored = await held.load(session) or StoredSession()
             state = copy.deepcopy(dict(stored.state))
+            messages = input(stored.transcript) if callable(input) else input
             run = await self._start(
-                input, context, [*stored.transcript, *history], streaming, stream, session, state
+                messages,
+                context,
+                [*stored.transcript, *history],
+                streaming,
+                stream,
+                session,
+                state,
+                options.defaults,
             )
             try:
                 return await drive(run)
@@ -285,12 +316,14 @@ class Agent:
 
     async def run(
         self,
-        input: Input,
+        input: Input | Continuation,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
         session: str | None = None,
         store: SessionStore | str | None = None,
+        defaults: RequestPatch | None = None,
+        state: dict[str, Any] | None = None,
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -304,26 +337,36 @@ class Agent:
         model, tool or hook never raises here: the outcome says what happened.
         Cancelling the task ends the run as ``cancelled`` (``on_completion``
         fires) and re-raises.
+
+        ``input`` may be a `Continuation`: a function of the session's stored
+        transcript that returns the input (a server matching what a client
+        sent against what it stored, say). ``defaults`` is a `RequestPatch`
+        every model call starts from, before the hooks patch it (a client's
+        temperature and token limit). ``state`` is the ``session_state`` of a
+        run without a session; by default the agent keeps one that all its
+        session-less runs share (pass ``{}`` to give a run its own).
         """
-        return await self._execute(input, context, history, session, store, False, None)
+        options = _RunOptions(context, history, session, store, defaults, state)
+        return await self._execute(input, options, False, None)
 
     async def stream(
         self,
-        input: Input,
+        input: Input | Continuation,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
         session: str | None = None,
         store: SessionStore | str | None = None,
+        defaults: RequestPatch | None = None,
+        state: dict[str, Any] | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
         Closing the iterator early cancels the run cleanly."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        task = asyncio.ensure_future(
-            self._execute(input, context, history, session, store, True, queue.put_nowait)
-        )
+        options = _RunOptions(context, history, session, store, defaults, state)
+        task = asyncio.ensure_future(self._execute(input, options, True, queue.put_nowait))
         task.add_done_callback(lambda _: queue.put_nowait(done))
         try:
             while True:

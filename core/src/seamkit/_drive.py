@@ -24,6 +24,7 @@ from ._dispatch import NOTHING, Dispatched, Dispatcher
 from ._errors import HookError, ModelError, SeamkitError
 from ._events import HookEvent
 from ._manifest import Settings
+from ._patch import RequestPatch
 from ._secret import redact, secret_texts
 from ._toolmap import ToolMap
 from ._types import (
@@ -87,6 +88,7 @@ class RunState:
 
     __slots__ = (
         "ctx",
+        "defaults",
         "emit",
         "invalid",
         "outcome",
@@ -104,8 +106,10 @@ class RunState:
         messages: list[Message],
         emit: Emit | None,
         session: str | None = None,
+        defaults: RequestPatch | None = None,
     ) -> None:
         self.plan = plan
+        self.defaults = defaults
         self.ctx = ctx
         self.emit = emit
         self.session = session
@@ -116,8 +120,9 @@ class RunState:
         self.output: str | None = None
 
     def baseline(self) -> ModelRequest:
-        """The request every model call of this turn starts from."""
-        return ModelRequest.model_construct(
+        """The request every model call of this turn starts from: the
+        agent's, with the run's ``defaults`` patch applied."""
+        request = ModelRequest.model_construct(
             messages=tuple(self.transcript),
             preamble=self.plan.preamble,
             extra_context=(),
@@ -127,6 +132,7 @@ class RunState:
             max_tokens=None,
             additional_params={},
         )
+        return request if self.defaults is None else self.defaults.apply(request)
 
     async def dispatch(self, event: HookEvent, *args: Any) -> Dispatched:
         """Run ``event``'s hooks (nothing when it has none); report `HookFired`."""

@@ -110,3 +110,26 @@ def test_a_continuation_without_a_session_gets_an_empty_transcript() -> None:
     agent = seamkit.Agent(Capture(), plugin_hooks=False)
     result = asyncio.run(agent.run(lambda stored: f"{len(stored)} stored"))
     assert result.transcript[0].text == "0 stored"
+
+
+def test_a_script_played_each_run_serves_concurrent_runs(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text(
+        "each_run: true\nturns:\n"
+        "  - tool_calls: [{name: add, arguments: {a: 2, b: 3}}]\n"
+        "  - text: done\n"
+    )
+
+    @seamkit.tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    agent = seamkit.Agent(f"scripted:{script}", tools=[add], plugin_hooks=False)
+
+    async def many() -> list[seamkit.RunResult]:
+        return list(await asyncio.gather(*(agent.run(f"q{i}") for i in range(20))))
+
+    results = asyncio.run(many())
+    assert {r.output for r in results} == {"done"}
+    assert all(r.usage.requests == 2 for r in results)

@@ -5,6 +5,11 @@ A script is a list of turns (or ``{turns: [...]}``); each turn is
 optional ``deltas: [...]`` to split streamed text, and optional
 ``expect: {last_user: "..."}`` to check the request it answers. It runs out
 loudly: a request past the last turn is an error naming the script.
+
+``{turns: [...], each_run: true}`` plays the script from its first turn in
+every run instead: the turn is picked by how many model turns the run has
+had (the assistant messages after the last user message), so concurrent runs
+(a server's) each get the whole script, in order.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import Any
 
 from ._errors import ScriptError
 from ._types import Message, MessageToolCall, ModelRequest, ModelTurn, Usage
+from .injection import PREFIX
 
 __all__ = ["ScriptedModel"]
 
@@ -23,10 +29,13 @@ __all__ = ["ScriptedModel"]
 class ScriptedModel:
     """A model that answers from a list of scripted turns, in order."""
 
-    def __init__(self, turns: Sequence[dict[str, Any]], *, name: str = "script") -> None:
+    def __init__(
+        self, turns: Sequence[dict[str, Any]], *, name: str = "script", each_run: bool = False
+    ) -> None:
         self.name = name
         self.turns = [dict(t) for t in turns]
         self.position = 0
+        self.each_run = each_run
 
     @classmethod
     def from_spec(cls, spec: str, *, base_dir: str | None = None, **_: Any) -> ScriptedModel:
@@ -50,9 +59,17 @@ class ScriptedModel:
         turns = data.get("turns") if isinstance(data, dict) else data
         if not isinstance(turns, list):
             raise ScriptError(f"model script {str(path)!r} must be a list of turns")
-        return cls(turns, name=str(path))
+        each_run = bool(data.get("each_run")) if isinstance(data, dict) else False
+        return cls(turns, name=str(path), each_run=each_run)
 
     def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str]]:
+        if self.each_run:
+            self.position = 0
+            for message in reversed(request.messages):
+                if message.role == "user":
+                    break
+                if message.role == "assistant" and not _injected(message):
+                    self.position += 1
         if self.position >= len(self.turns):
             raise ScriptError(
                 f"model script {self.name!r} ran out after {len(self.turns)} turns",
@@ -97,3 +114,9 @@ class ScriptedModel:
         for delta in deltas:
             yield delta
         yield turn
+
+
+def _injected(message: Message) -> bool:
+    """Whether ``message`` is an injected synthetic call (not a model turn)."""
+    calls = message.tool_calls or ()
+    return bool(calls) and all(c.id.startswith(PREFIX) for c in calls)

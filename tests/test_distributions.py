@@ -74,6 +74,8 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "contrib" / "refresh-daily"),
         str(ROOT / "plugins" / "tool-call"),
         str(ROOT / "plugins" / "openai"),
+        str(ROOT / "plugins" / "serve"),
+        str(ROOT / "plugins" / "sessions-postgres"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -136,6 +138,26 @@ def test_the_installed_openai_provider_answers_from_a_real_server(
         out = fresh_env.seamkit("run", str(app), "hi")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "Hello, world\n"
+
+
+def test_the_installed_serve_plugin_adds_the_command_and_its_section(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    out = fresh_env.seamkit("plugins", "--json")
+    plugins = {p["name"]: p for p in json.loads(out.stdout)}
+    serve = plugins["serve"]
+    assert (serve["distribution"], serve["error"]) == ("seamkit-serve", None)
+    postgres = plugins["postgresql"]
+    assert (postgres["distribution"], postgres["error"]) == ("seamkit-sessions-postgres", None)
+    help_text = fresh_env.seamkit("serve", "--help")
+    assert help_text.returncode == 0, help_text.stderr
+    assert "OpenAI-compatible endpoint" in help_text.stdout
+    app = tmp_path / "app.yaml"
+    (tmp_path / "script.yaml").write_text("- text: ok\n")
+    app.write_text("name: demo\nmodel: scripted:script.yaml\nserve: {max_messages: 0}\n")
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 1
+    assert "serve.max_messages" in out.stderr
 
 
 def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:

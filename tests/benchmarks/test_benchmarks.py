@@ -107,3 +107,17 @@ def test_the_openai_provider_targets_are_measured_and_every_concurrent_run_compl
     }
     concurrency = res["concurrency"]
     assert concurrency["completed"] == concurrency["started"] > 0, concurrency["errors"]
+
+
+def test_the_serve_targets_are_measured_and_no_request_or_message_is_lost() -> None:
+    """The serve benchmark's targets each have a figure; errors and lost
+    messages are counts, not timings, so the quick run checks them too."""
+    res, _ = _quick("bench_serve")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert {"latency/seamkit", "sqlite/rss_end"} <= targeted
+    assert {"stateless/sent", "sqlite/sent", "sqlite/messages"} <= targeted
+    counted = {f["name"]: f["median"] for f in res["figures"]}
+    assert counted["stateless/sent"] == counted["stateless/answered"] > 0
+    assert counted["sqlite/sent"] == counted["sqlite/answered"] > 0
+    assert counted["sqlite/messages"] == counted["sqlite/stored"] > 0
+    assert res["problems"] == []

@@ -1,0 +1,294 @@
+"""The chat-completions wire format as the server speaks it: a request body
+read into a `ChatRequest` (or an `ApiError` a person can act on), and the
+answer written as a completion, as SSE chunks, or as an error, all in
+OpenAI's shapes.
+
+Request parameters fall in three groups (the guide lists them):
+
+- honoured: ``model`` (the app's name), ``messages``, ``stream``,
+  ``stream_options.include_usage``, ``temperature``, ``max_tokens`` /
+  ``max_completion_tokens``, ``user``;
+- passed to the app's model as ``additional_params`` (its hooks may change
+  them): ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``,
+  ``stop``;
+- refused with a 400 that names them: everything else, ``tools``,
+  ``tool_choice``, ``functions``, ``response_format`` and ``n`` > 1 among
+  them, since the app runs its own tools and answers with one message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import seamkit
+
+__all__ = [
+    "ApiError",
+    "ChatRequest",
+    "Limits",
+    "chunk",
+    "completion",
+    "error_body",
+    "new_id",
+    "parse_request",
+    "sse",
+    "usage",
+]
+
+HONOURED = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "user",
+        "n",
+    }
+)
+PASSED_ON = frozenset({"top_p", "frequency_penalty", "presence_penalty", "seed", "stop"})
+_ROLES = frozenset({"system", "developer", "user", "assistant"})
+
+
+class ApiError(Exception):
+    """An answer other than 200, in OpenAI's error shape."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, object]:
+        """The JSON body: ``{"error": {message, type, param, code}}``."""
+        return error_body(self.message, self.type, self.param, self.code)
+
+
+def error_body(
+    message: str, type: str, param: str | None = None, code: str | None = None
+) -> dict[str, object]:
+    """OpenAI's error object."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one request may be."""
+
+    max_body_bytes: int
+    max_messages: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """A valid request: the client's messages and what they asked for."""
+
+    messages: tuple[seamkit.Message, ...]
+    stream: bool = False
+    include_usage: bool = False
+    user: str | None = None
+    defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
+
+
+def _bad(message: str, param: str | None = None, code: str | None = None) -> ApiError:
+    return ApiError(400, message, param=param, code=code)
+
+
+def _text(content: object, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            if not (isinstance(part, dict) and part.get("type") == "text"):
+                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                raise _bad(
+                    f"{where}.content[{i}] is a {kind!r} part; this app takes text only",
+                    f"{where}.content",
+                )
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
+            parts.append(text)
+        return "".join(parts)
+    raise _bad(f"{where}.content must be a string or a list of text parts", f"{where}.content")
+
+
+def _message(raw: object, index: int) -> seamkit.Message:
+    where = f"messages[{index}]"
+    if not isinstance(raw, dict):
+        raise _bad(f"{where} must be an object with a role and content", where)
+    role = raw.get("role")
+    if role == "tool" or raw.get("tool_calls") or raw.get("function_call"):
+        raise _bad(
+            f"{where} is a tool call or a tool result; this app runs its own tools, so a "
+            "conversation holds only system, user and assistant messages",
+            where,
+        )
+    if role not in _ROLES:
+        raise _bad(
+            f"{where}.role is {role!r}; use one of: system, developer, user, assistant",
+            f"{where}.role",
+        )
+    content = raw.get("content")
+    if content is None and role == "assistant":
+        content = ""
+    text = _text(content, where)
+    return seamkit.Message(role="system" if role == "developer" else role, content=text)
+
+
+def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise _bad(f"{key} must be a number from {low:g} to {high:g}, got {value!r}", key)
+    return float(value)
+
+
+def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
+    """The request in ``raw``, or the `ApiError` that says what is wrong."""
+    if len(raw) > limits.max_body_bytes:
+        raise ApiError(
+            413,
+            f"the request body is {len(raw)} bytes; this server takes at most "
+            f"{limits.max_body_bytes}",
+            code="request_too_large",
+        )
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _bad(f"the request body is not JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise _bad("the request body must be a JSON object")
+    refused = sorted(k for k in body if k not in HONOURED and k not in PASSED_ON)
+    if refused:
+        raise _bad(
+            f"this app cannot honour {', '.join(refused)}: it runs its own tools and takes "
+            "only model, messages, stream, stream_options, temperature, max_tokens, "
+            "max_completion_tokens, user, n=1, top_p, frequency_penalty, presence_penalty, "
+            "seed and stop",
+            refused[0],
+            "unsupported_parameter",
+        )
+    model = body.get("model")
+    if model != app_name:
+        raise ApiError(
+            404,
+            f"the model {model!r} does not exist here; this server serves {app_name!r}",
+            param="model",
+            code="model_not_found",
+        )
+    if body.get("n", 1) != 1:
+        raise _bad("n must be 1: the app answers with one message", "n")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _bad("messages must be a non-empty list of messages", "messages")
+    if len(messages) > limits.max_messages:
+        raise _bad(
+            f"{len(messages)} messages; this server takes at most {limits.max_messages} in "
+            "one request (use X-Seamkit-Session and send only the new message)",
+            "messages",
+            "too_many_messages",
+        )
+    parsed = tuple(_message(m, i) for i, m in enumerate(messages))
+    if parsed[-1].role != "user":
+        raise _bad("the last message must be the user's", f"messages[{len(parsed) - 1}]")
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise _bad("stream must be true or false", "stream")
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        raise _bad("stream_options must be an object", "stream_options")
+    limit = body.get("max_completion_tokens", body.get("max_tokens"))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise _bad(f"the token limit must be a positive integer, got {limit!r}", "max_tokens")
+    user = body.get("user")
+    if user is not None and not isinstance(user, str):
+        raise _bad("user must be a string", "user")
+    passed = {k: body[k] for k in sorted(PASSED_ON) if body.get(k) is not None}
+    defaults = seamkit.RequestPatch(
+        temperature=_number(body, "temperature", 0, 2),
+        max_tokens=limit,
+        additional_params=passed or None,
+    )
+    return ChatRequest(parsed, stream, bool(options.get("include_usage")), user, defaults)
+
+
+def new_id() -> str:
+    """A completion id: ``chatcmpl-`` and 24 hex digits."""
+    return f"chatcmpl-{uuid.uuid4().hex[:24]}"
+
+
+def usage(result: seamkit.Usage) -> dict[str, int]:
+    """The usage object."""
+    return {
+        "prompt_tokens": result.input_tokens,
+        "completion_tokens": result.output_tokens,
+        "total_tokens": result.total_tokens,
+    }
+
+
+def completion(
+    id: str, model: str, text: str, finish: str, used: seamkit.Usage
+) -> dict[str, object]:
+    """A whole ``chat.completion``."""
+    return {
+        "id": id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": finish,
+                "logprobs": None,
+            }
+        ],
+        "usage": usage(used),
+    }
+
+
+def chunk(
+    id: str,
+    model: str,
+    delta: dict[str, object] | None,
+    finish: str | None = None,
+    used: seamkit.Usage | None = None,
+) -> dict[str, object]:
+    """One ``chat.completion.chunk``: a delta (``None`` for the usage chunk,
+    whose ``choices`` is empty)."""
+    body: dict[str, object] = {
+        "id": id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": []
+        if delta is None
+        else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
+    if used is not None:
+        body["usage"] = usage(used)
+    return body
+
+
+def sse(data: object) -> bytes:
+    """One server-sent event carrying ``data`` as JSON."""
+    return b"data: " + json.dumps(data, separators=(",", ":")).encode() + b"\n\n"

@@ -159,3 +159,24 @@ def problems(res: Any) -> list[str]:
             if not isinstance(f["met"], bool):
                 out.append(f"figure {label}: met = {f['met']!r} is not a bool")
     return out
+
+
+def print_figures(figures: Sequence[Mapping[str, Any]], baselines: Mapping[str, str]) -> None:
+    """The figures as a table, each with the baseline its ratio is taken
+    against (``baselines`` maps a figure's name to its baseline's name)."""
+    rows: list[tuple[str, ...]] = [("figure", "median", "min", "ratio", "to", "target", "met")]
+    for f in figures:
+        base = baselines[f["name"]]
+        unit = f["unit"]
+        rows.append(
+            (
+                f["command"],
+                f"{f['median']:.4g} {unit}",
+                f"{f['min']:.4g} {unit}",
+                "1.00 (baseline)" if base == f["name"] else f"{f['ratio']:.3f}x",
+                "" if base == f["name"] else base,
+                "-" if f["target"] is None else f"<= {f['target']:.3g}x",
+                "-" if f["met"] is None else ("met" if f["met"] else "NOT MET"),
+            )
+        )
+    print_rows(rows)

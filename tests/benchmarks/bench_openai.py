@@ -73,7 +73,7 @@ from typing import Any
 
 import seamkit
 
-from tests.benchmarks._harness import ROOT, figure, print_rows, result, verdict
+from tests.benchmarks._harness import ROOT, figure, print_figures, result, verdict
 
 # --- the answers ---------------------------------------------------------------
 
@@ -674,22 +674,7 @@ def _specs(
 
 
 def _print(res: dict[str, Any]) -> None:
-    rows: list[tuple[str, ...]] = [("figure", "median", "min", "ratio", "to", "target", "met")]
-    for f in res["figures"]:
-        base = res["baselines"][f["name"]]
-        unit = f["unit"]
-        rows.append(
-            (
-                f["command"],
-                f"{f['median']:.4g} {unit}",
-                f"{f['min']:.4g} {unit}",
-                "1.00 (baseline)" if base == f["name"] else f"{f['ratio']:.3f}x",
-                "" if base == f["name"] else base,
-                "-" if f["target"] is None else f"<= {f['target']:.3g}x",
-                "-" if f["met"] is None else ("met" if f["met"] else "NOT MET"),
-            )
-        )
-    print_rows(rows)
+    print_figures(res["figures"], res["baselines"])
     mem, con = res["memory"], res["concurrency"]
     print(
         f"CPU: client-side process time per turn, median of {res['rounds']} rounds of "

@@ -97,7 +97,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks._harness import ROOT, figure, print_rows, result, verdict
+from tests.benchmarks._harness import ROOT, figure, print_figures, print_rows, result, verdict
 
 # --- the app -------------------------------------------------------------------------
 
@@ -1098,22 +1098,7 @@ def _log_problems(logs: dict[str, str]) -> list[str]:
 
 
 def _print(res: dict[str, Any]) -> None:
-    rows: list[tuple[str, ...]] = [("figure", "median", "min", "ratio", "to", "target", "met")]
-    for f in res["figures"]:
-        base = res["baselines"][f["name"]]
-        unit = f["unit"]
-        rows.append(
-            (
-                f["command"],
-                f"{f['median']:.4g} {unit}",
-                f"{f['min']:.4g} {unit}",
-                "1.00 (baseline)" if base == f["name"] else f"{f['ratio']:.3f}x",
-                "" if base == f["name"] else base,
-                "-" if f["target"] is None else f"<= {f['target']:.3g}x",
-                "-" if f["met"] is None else ("met" if f["met"] else "NOT MET"),
-            )
-        )
-    print_rows(rows)
+    print_figures(res["figures"], res["baselines"])
     print()
     table: list[tuple[str, ...]] = [
         ("phase", "requests", "errors", "p50", "p99", "req/s", "server CPU/req", "busiest")

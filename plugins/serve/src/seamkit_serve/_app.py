@@ -228,7 +228,10 @@ class _Run:
         )
 
     async def events(self, model: str) -> AsyncIterator[bytes]:
-        yield sse(chunk(self.id, model, {"role": "assistant", "content": ""}))
+        """The SSE body. The role chunk goes out with the first text, and the
+        finish, usage and ``[DONE]`` go out as one write: fewer writes, the
+        same events."""
+        pending = sse(chunk(self.id, model, {"role": "assistant", "content": ""}))
         turn_with_text = 0
         sent_text: list[str] = []
         stream = self.agent.stream(self._input(), **self._options())
@@ -240,31 +243,35 @@ class _Run:
                         text = SEPARATOR + text
                     turn_with_text = event.turn
                     sent_text.append(text)
-                    yield sse(chunk(self.id, model, {"content": text}))
+                    yield pending + sse(chunk(self.id, model, {"content": text}))
+                    pending = b""
                 elif isinstance(event, RunFinished):
-                    result = event.result
-                    full, finish, failure = _answer(result)
-                    if failure is not None:
-                        yield sse(failure.body())
-                        yield _DONE
-                        return
-                    so_far = "".join(sent_text)
-                    if full.startswith(so_far) and full != so_far:  # a terminal tool's result
-                        yield sse(chunk(self.id, model, {"content": full[len(so_far) :]}))
-                    yield sse(chunk(self.id, model, {}, finish))
-                    if self.chat.include_usage:
-                        yield sse(chunk(self.id, model, None, used=result.usage))
-                    yield _DONE
+                    yield pending + self._end(model, event.result, "".join(sent_text))
+                    return
         except ApiError as exc:
-            yield sse(exc.body())
-            yield _DONE
+            yield pending + sse(exc.body()) + _DONE
         except seamkit.SessionBusy as exc:
-            yield sse(error_body(exc.message, "invalid_request_error", code="session_busy"))
-            yield _DONE
+            busy = error_body(exc.message, "invalid_request_error", code="session_busy")
+            yield pending + sse(busy) + _DONE
         finally:
             close = getattr(stream, "aclose", None)  # a client that went away cancels the run
             if close is not None:
                 await close()
+
+    def _end(self, model: str, result: seamkit.RunResult, so_far: str) -> bytes:
+        """The last events: what the stream has not said yet (a terminal
+        tool's result), the finish, the usage if asked for, ``[DONE]``; or
+        the error of a run that failed."""
+        full, finish, failure = _answer(result)
+        if failure is not None:
+            return sse(failure.body()) + _DONE
+        out = b""
+        if full.startswith(so_far) and full != so_far:  # a terminal tool's result
+            out += sse(chunk(self.id, model, {"content": full[len(so_far) :]}))
+        out += sse(chunk(self.id, model, {}, finish))
+        if self.chat.include_usage:
+            out += sse(chunk(self.id, model, None, used=result.usage))
+        return out + _DONE
 
 
 def _answer(result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:

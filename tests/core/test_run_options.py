@@ -133,3 +133,34 @@ def test_a_script_played_each_run_serves_concurrent_runs(tmp_path: Path) -> None
     results = asyncio.run(many())
     assert {r.output for r in results} == {"done"}
     assert all(r.usage.requests == 2 for r in results)
+
+
+class SlowSave(seamkit.SQLiteSessionStore):
+    """A store whose save takes a while, and says when it starts."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.saving = asyncio.Event()
+
+    async def save(self, name: str, transcript: Any, state: Any) -> None:
+        self.saving.set()
+        await asyncio.sleep(0.3)
+        await super().save(name, transcript, state)
+
+
+def test_a_run_cancelled_while_saving_keeps_the_session_until_saved(tmp_path: Path) -> None:
+    store = SlowSave(tmp_path / "s.sqlite")
+    agent = seamkit.Agent(ScriptedModel([{"text": "one"}, {"text": "two"}]), plugin_hooks=False)
+
+    async def go() -> seamkit.RunResult:
+        first = asyncio.ensure_future(agent.run("first", session="s", store=store))
+        await store.saving.wait()
+        first.cancel()  # while its save is under way
+        second = await agent.run("second", session="s", store=store)
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        return second
+
+    result = asyncio.run(go())
+    # the second run waited for the first one's save, then loaded it
+    assert [m.text for m in result.transcript] == ["first", "one", "second", "two"]

@@ -259,6 +259,17 @@ def test_a_session_takes_only_the_new_message_or_the_whole_conversation(chat: Se
     ]
 
 
+def test_streamed_requests_in_a_row_on_a_session_lose_nothing(chat: Served) -> None:
+    client = session_client(chat, "s-row")
+    for i in range(8):
+        text = "".join(
+            c.choices[0].delta.content or "" for c in ask(client, f"m{i}", stream=True) if c.choices
+        )
+        assert text == "Hello there."
+    users = [m.text for m in stored(chat, "s-row") if m.role == "user"]
+    assert users == [f"m{i}" for i in range(8)]
+
+
 def test_a_contradicting_history_is_a_409_and_changes_nothing(chat: Served) -> None:
     client = session_client(chat, "s-conflict")
     ask(client, "first")

@@ -232,6 +232,7 @@ class _Run:
         finish, usage and ``[DONE]`` go out as one write: fewer writes, the
         same events."""
         pending = sse(chunk(self.id, model, {"role": "assistant", "content": ""}))
+        ending = b""
         turn_with_text = 0
         sent_text: list[str] = []
         stream = self.agent.stream(self._input(), **self._options())
@@ -246,8 +247,11 @@ class _Run:
                     yield pending + sse(chunk(self.id, model, {"content": text}))
                     pending = b""
                 elif isinstance(event, RunFinished):
-                    yield pending + self._end(model, event.result, "".join(sent_text))
-                    return
+                    ending = pending + self._end(model, event.result, "".join(sent_text))
+                    pending = b""
+            # the agent's stream ends once the session is saved: only then the
+            # [DONE], so a client's next request always finds this one stored
+            yield ending
         except ApiError as exc:
             yield pending + sse(exc.body()) + _DONE
         except seamkit.SessionBusy as exc:

@@ -6,7 +6,7 @@ import asyncio
 import copy
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +17,7 @@ from typing import Any
 from ._config import ModelConfig
 from ._context import ActionContext, HookContext, system_clock
 from ._dispatch import Dispatcher, Observer
-from ._drive import Emit, RunPlan, RunState, drive
+from ._drive import Emit, RunPlan, RunState, drive, to_the_end
 from ._events import HookEvent
 from ._loader import get_registry
 from ._manifest import AppConfig, Settings
@@ -310,9 +310,13 @@ class Agent:
             finally:
                 # Whatever the outcome (cancelled included), the run's whole
                 # transcript replaces the stored one: no message is lost.
-                await _save_holding_the_lock(
+                # The save ends before the lock is released, even when the run
+                # is cancelled meanwhile: the next run must load what it saved.
+                _, cancelled = await to_the_end(
                     held.save(session, run.transcript, _storable(state, stored.state))
                 )
+                if cancelled is not None:
+                    raise cancelled
 
     async def run(
         self,
@@ -383,23 +387,6 @@ class Agent:
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
-
-
-async def _save_holding_the_lock(save: Coroutine[Any, Any, None]) -> None:
-    """Run ``save`` to its end even when the run is cancelled meanwhile, and
-    only then return (so the session's lock is released after the save, never
-    before: the next run on the session must load what this one saved); a
-    cancellation is re-raised afterwards."""
-    task = asyncio.ensure_future(save)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    task.result()
-    if cancelled is not None:
-        raise cancelled
 
 
 def _answer_dangling(history: Sequence[Message]) -> list[Message]:

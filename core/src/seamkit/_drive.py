@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from . import flow as F
 from ._batch import Settled, Stop, run_batch
@@ -57,9 +57,11 @@ from .stream import (
     TurnFinished,
 )
 
-__all__ = ["Emit", "RunPlan", "RunState", "drive"]
+__all__ = ["Emit", "RunPlan", "RunState", "drive", "to_the_end"]
 
 log = logging.getLogger("seamkit.run")
+
+T = TypeVar("T")
 
 Emit = Callable[[ObservedEvent], None]
 
@@ -199,18 +201,27 @@ async def drive(run: RunState) -> RunResult:
     )
     # on_completion runs to its end even when the run is cancelled meanwhile
     # (a stream closed early, say); the cancellation is re-raised afterwards.
-    completion = asyncio.ensure_future(run.dispatch(HookEvent.ON_COMPLETION, result))
-    while not completion.done():
-        try:
-            await asyncio.shield(completion)
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    completion.result()
+    _, late = await to_the_end(run.dispatch(HookEvent.ON_COMPLETION, result))
+    cancelled = cancelled or late
     if run.emit is not None:
         run.emit(RunFinished(result))
     if cancelled is not None:
         raise cancelled
     return result
+
+
+async def to_the_end(work: Awaitable[T]) -> tuple[T, asyncio.CancelledError | None]:
+    """Await ``work`` to its end even when the awaiting task is cancelled
+    meanwhile; its result, and the cancellation that arrived (for the caller
+    to re-raise once it has finished what must not be cut short)."""
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    return task.result(), cancelled
 
 
 def _note(run: RunState, code: str, message: str) -> None:

@@ -855,25 +855,30 @@ def test_a_bad_model_mapping_names_the_field(tmp_path: Path) -> None:
     assert "colour" in out.stderr
 
 
-def test_seamkit_run_talks_to_the_server(server: ReplayServer, tmp_path: Path) -> None:
-    server.script("cli", Reply.transcript("openai_text"))
+def seamkit_run(server: ReplayServer, model: str, tmp_path: Path) -> Any:
+    """``seamkit run`` on an app whose model is ``model`` at the replay
+    server, its key ``${secret:MY_KEY}`` set to the canary."""
     app = tmp_path / "app.yaml"
     app.write_text(
         "name: hello\n"
         "model:\n"
         "  provider: openai\n"
-        "  name: cli\n"
+        f"  name: {model}\n"
         f"  base_url: {server.base_url}\n"
         "  api_key: ${secret:MY_KEY}\n"
     )
-    env = {**os.environ, "MY_KEY": CANARY}
-    out = subprocess.run(
+    return subprocess.run(
         [str(Path(sys.executable).parent / "seamkit"), "run", str(app), "hi"],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "MY_KEY": CANARY},
         timeout=60,
     )
+
+
+def test_seamkit_run_talks_to_the_server(server: ReplayServer, tmp_path: Path) -> None:
+    server.script("cli", Reply.transcript("openai_text"))
+    out = seamkit_run(server, "cli", tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "Hello, world"
     assert server.requests[-1].headers["authorization"] == f"Bearer {CANARY}"
@@ -885,22 +890,7 @@ def test_seamkit_run_reports_a_provider_error_without_a_traceback(
 ) -> None:
     echo = error_body(f"Incorrect API key provided: {CANARY}.", "invalid_api_key")
     server.script("cli-401", Reply.json(echo, 401))
-    app = tmp_path / "app.yaml"
-    app.write_text(
-        "name: hello\n"
-        "model:\n"
-        "  provider: openai\n"
-        "  name: cli-401\n"
-        f"  base_url: {server.base_url}\n"
-        "  api_key: ${secret:MY_KEY}\n"
-    )
-    out = subprocess.run(
-        [str(Path(sys.executable).parent / "seamkit"), "run", str(app), "hi"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MY_KEY": CANARY},
-        timeout=60,
-    )
+    out = seamkit_run(server, "cli-401", tmp_path)
     assert out.returncode != 0
     assert "Traceback" not in out.stderr
     assert "MY_KEY" in out.stderr

@@ -66,6 +66,14 @@ def _code(body: bytes) -> str:
     return " ".join(str(error.get(k) or "") for k in ("code", "type"))
 
 
+def _too_long(where: str, model: str, said: str) -> seamkit.ContextLengthExceeded:
+    return seamkit.ContextLengthExceeded(
+        f"{where}: the request does not fit model {model!r}'s context window ({said})",
+        provider="openai",
+        model=model,
+    )
+
+
 def _context_exceeded(body: bytes, said: str) -> bool:
     return bool(set(_code(body).split()) & _CONTEXT_CODES or _CONTEXT_WORDS.search(said))
 
@@ -78,11 +86,7 @@ def answer_failure(
     body = json.dumps({"error": error}).encode()
     said = seamkit.redact(server_message(body), secrets)
     if _context_exceeded(body, said):
-        return seamkit.ContextLengthExceeded(
-            f"{where}: the request does not fit model {model!r}'s context window ({said})",
-            provider="openai",
-            model=model,
-        )
+        return _too_long(where, model, said)
     return seamkit.ModelError(f"{where} reported an error in its answer: {said}", provider="openai")
 
 
@@ -159,9 +163,5 @@ def failure(
             hint="check the model's name, and that base_url is the API's root (most end in /v1)",
         )
     if status in (400, 413, 422) and _context_exceeded(body, said):
-        return seamkit.ContextLengthExceeded(
-            f"{where}: the request does not fit model {model!r}'s context window ({said})",
-            provider="openai",
-            model=model,
-        )
+        return _too_long(where, model, said)
     return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider="openai")

@@ -29,16 +29,20 @@ def visible(transcript: Sequence[seamkit.Message]) -> Visible:
     tool calls, tool results and system messages are the server's own."""
     out: Visible = []
     reply: list[seamkit.Message] = []
+
+    def close_reply() -> None:
+        text = reply_text(reply).strip()
+        if text:
+            out.append(("assistant", text))
+        reply.clear()
+
     for message in transcript:
         if message.role == "user":
-            if reply_text(reply):
-                out.append(("assistant", reply_text(reply).strip()))
-            reply = []
+            close_reply()
             out.append(("user", message.text.strip()))
         elif message.role == "assistant":
             reply.append(message)
-    if reply_text(reply):
-        out.append(("assistant", reply_text(reply).strip()))
+    close_reply()
     return out
 
 

@@ -19,7 +19,7 @@ from ._config import ModelConfig, split_model_spec
 from ._dispatch import ConfiguredHook
 from ._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
 from ._manifest import AppConfig, locate_problems
-from ._registry import BuildContext, Registry
+from ._registry import BuildContext, Registry, ToolResolver
 from ._sessions import SessionStore, SQLiteSessionStore
 from ._tool import Tool
 from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
@@ -103,12 +103,35 @@ async def _resolve_entry(
     registry: Registry, entry: object, build: BuildContext, where: tuple[str | int, ...]
 ) -> ToolEntry | Problem:
     kind_name = str(getattr(entry, "kind", "?"))
-    toolset = getattr(entry, "toolset", None)
     kind = registry.kind("tool", kind_name)
     if kind is None or kind.factory is None:
         return Problem((*where, "kind"), f"no tool kind {kind_name!r} is installed")
+    return await _resolve(
+        kind.factory,
+        entry,
+        build,
+        where,
+        getattr(entry, "toolset", None),
+        owner=kind.plugin,
+        label=f"tool kind {kind_name!r}",
+    )
+
+
+async def _resolve(
+    resolve: ToolResolver,
+    config: object,
+    build: BuildContext,
+    where: tuple[str | int, ...],
+    toolset: str | None,
+    *,
+    owner: str,
+    label: str,
+) -> ToolEntry | Problem:
+    """``resolve(config, build)`` as a `ToolEntry`, or the `Problem` it met
+    (a `ManifestError` it raises is one problem, with its first location
+    inside ``where``)."""
     try:
-        produced = kind.factory(entry, build)
+        produced = resolve(config, build)
         if inspect.isawaitable(produced):
             produced = await produced
         source = produced if isinstance(produced, ToolSource) else None
@@ -118,14 +141,37 @@ async def _resolve_entry(
     except SeamkitError as exc:
         return Problem(where, exc.message, exc.hint)
     except Exception as exc:
-        info = registry.plugins.get(kind.plugin)
-        owner = (info.distribution if info is not None else None) or f"plugin {kind.plugin!r}"
+        info = build.registry.plugins.get(owner)
+        by = (info.distribution if info is not None else None) or f"plugin {owner!r}"
         return Problem(
             where,
-            f"tool kind {kind_name!r} failed to resolve this entry: {type(exc).__name__}: {exc}",
-            hint=f"this is a bug in {owner}, or the entry's settings are wrong",
+            f"{label} failed to resolve this entry: {type(exc).__name__}: {exc}",
+            hint=f"this is a bug in {by}, or the entry's settings are wrong",
         )
     return ToolEntry(where, toolset, tools, source)
+
+
+async def _section_tools(build: BuildContext, problems: list[Problem]) -> list[ToolEntry]:
+    """The tools plugin-owned sections add (``register(key, model, tools=...)``)."""
+    entries: list[ToolEntry] = []
+    for key, section in build.sections.items():
+        info = build.registry.sections.get(key)
+        if info is None or info.tools is None:
+            continue
+        resolved = await _resolve(
+            info.tools,
+            section,
+            build,
+            (key,),
+            None,
+            owner=info.plugin,
+            label=f"manifest section {key!r}",
+        )
+        if isinstance(resolved, Problem):
+            problems.append(resolved)
+        else:
+            entries.append(resolved)
+    return entries
 
 
 async def _configured_hooks(
@@ -182,6 +228,7 @@ async def build_parts(
             problems.append(resolved)
         else:
             entries.append(resolved)
+    entries.extend(await _section_tools(build, problems))
     found: Found = [item for entry in entries for item in entry.found()]
     extra = code_tools(tools, problems)
     tool_map = assemble([*found, *extra], problems)

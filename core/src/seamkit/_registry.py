@@ -153,11 +153,14 @@ class ModelProviderInfo:
 
 @dataclass(frozen=True, slots=True)
 class SectionInfo:
-    """A manifest section a plugin owns: top-level ``key``, validated by ``model``."""
+    """A manifest section a plugin owns: top-level ``key``, validated by
+    ``model``; ``tools``, when set, resolves the section into tools (or a
+    `ToolSource`) the way a tool kind resolves an entry."""
 
     key: str
     model: type[BaseModel]
     plugin: str
+    tools: ToolResolver | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,8 +429,13 @@ class Registrar:
             )
         self.models.append(ModelProviderInfo(prefix, factory, self.plugin, model, preview))
 
-    def section(self, key: str, config_model: type[BaseModel]) -> None:
-        """Register a top-level manifest section ``key`` validated by ``config_model``."""
+    def section(
+        self, key: str, config_model: type[BaseModel], *, tools: ToolResolver | None = None
+    ) -> None:
+        """Register a top-level manifest section ``key`` validated by
+        ``config_model``. With ``tools``, ``await tools(section, build)``
+        gives the tools the section adds (a list, or a `ToolSource`), named
+        as they come and checked like a tool entry's."""
         if not isinstance(key, str) or not key.isidentifier():
             raise PluginError(
                 f"a manifest section key must be an identifier, got {key!r}", plugin=self.plugin
@@ -437,7 +445,11 @@ class Registrar:
                 f"manifest section {key!r}: the config model must be a pydantic model",
                 plugin=self.plugin,
             )
-        self.sections.append(SectionInfo(key, config_model, self.plugin))
+        if tools is not None and not callable(tools):
+            raise PluginError(
+                f"manifest section {key!r}: tools is not callable", plugin=self.plugin
+            )
+        self.sections.append(SectionInfo(key, config_model, self.plugin, tools))
 
     def store(self, scheme: str, factory: StoreFactory) -> None:
         """Register a session-store URL scheme: ``factory(url)`` opens the store."""

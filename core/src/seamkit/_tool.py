@@ -190,7 +190,9 @@ class Tool:
         is not an integer), and a failure is an `InvalidToolCall` like a
         decorated tool's. ``call`` may return a JSON value, a `ToolResult`,
         or an async iterator of text chunks (streamed live as
-        `seamkit.stream.ToolOutputDelta` and joined into the result).
+        `seamkit.stream.ToolOutputDelta` and joined into the result; a
+        `ToolResult` it yields ends the stream and is the result, so a
+        stream can end in an error the model sees).
         Raises `ToolDefinitionError` for a schema that is not valid JSON
         Schema or not an object schema.
         """
@@ -636,12 +638,15 @@ def _describe(error: Any) -> str:
 async def _settle(result: Any, on_chunk: Callable[[str], None] | None) -> Any:
     """What a tool's return value comes to: awaited when it is awaitable, its
     chunks joined (each handed to ``on_chunk`` as it comes) when it is an
-    async iterator."""
+    async iterator; a `ToolResult` the iterator yields ends it and is the
+    result."""
     if inspect.isawaitable(result):
         result = await result
     if hasattr(result, "__aiter__"):
         chunks: list[str] = []
         async for chunk in result:
+            if isinstance(chunk, ToolResult):  # the stream's own ending (an error, say)
+                return chunk
             text = chunk if isinstance(chunk, str) else str(chunk)
             chunks.append(text)
             if on_chunk is not None:

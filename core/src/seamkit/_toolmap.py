@@ -86,7 +86,8 @@ class ToolMap(Mapping[str, Tool]):
         return self._toolsets
 
     def origin(self, name: str) -> str:
-        """Where the tool ``name`` came from: ``tools[2]`` or ``code``."""
+        """Where the tool ``name`` came from: ``tools[2]``, a manifest
+        section, or ``code``."""
         return self._origins.get(name, "code")
 
     def find(self, tool_name: str, toolset: str | None = None) -> Tool:
@@ -184,4 +185,8 @@ def assemble(found: Found, problems: list[Problem]) -> ToolMap:
 
 
 def _label(where: tuple[str | int, ...]) -> str:
-    return f"tools[{where[1]}]" if where else "the tools passed in code"
+    if not where:
+        return "the tools passed in code"
+    if len(where) > 1:
+        return f"{where[0]}[{where[1]}]"
+    return f"the manifest section {where[0]!r}"

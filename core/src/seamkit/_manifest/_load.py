@@ -36,7 +36,9 @@ def load_manifest(
     """Read, interpolate and validate a manifest against the installed kinds,
     with the model :func:`app_model` derives from ``base``.
 
-    Raises :class:`ManifestError` with every problem found.
+    Raises :class:`ManifestError` with every problem found. Validators see
+    the whole document (interpolated) as ``info.context["manifest"]``, so a
+    kind can check what it names in a plugin-owned section.
     """
     reg = registry if registry is not None else get_registry()
     text: str | None = None
@@ -61,7 +63,7 @@ def load_manifest(
     model = app_model(reg, base)
     config: M | None = None
     try:
-        config = model.model_validate(data)
+        config = model.model_validate(data, context={"manifest": data})
     except ValidationError as exc:
         # A value emptied by a missing variable is already reported once.
         reported = {p.location for p in problems}
@@ -162,6 +164,7 @@ def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) 
         kind not in {"value_error", "unsupported_event", "preview_event", "model_format"}
         and not isinstance(value, dict | list)
         and "input" in err
+        and f"'{value}'" not in message  # the message quotes it already
     ):
         message = f"{message}, got {_describe_input(value)}"
     return Problem(loc, message, hint=hint)

@@ -1,0 +1,172 @@
+"""``seamkit tool-service serve module:Class``: run a `DynamicToolService`
+over HTTP (uvicorn, this process or ``--workers`` processes sharing one
+socket) or NATS (one process per worker, all in one queue group). SIGINT
+and SIGTERM stop it gracefully: calls in flight finish first."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+from collections.abc import Sequence
+
+import click
+import seamkit
+from pydantic import ValidationError
+
+from ._http_server import load_service
+
+__all__ = ["tool_service_group"]
+
+
+@click.group("tool-service")
+def tool_service_group() -> None:
+    """Tool services: serve a DynamicToolService over HTTP or NATS."""
+
+
+def _service_or_fail(spec: str, transport: str, subject: str | None, url: str) -> None:
+    """Load the class once here, so that a mistake is a clear error."""
+    try:
+        service = load_service(spec)
+        service.descriptor("nats" if transport == "nats" else "http", subject=subject, url=url)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise seamkit.SeamkitError(
+            f"{spec} does not describe a valid service: {'.'.join(map(str, first['loc']))}: "
+            f"{first['msg']}",
+            hint="set the class attributes id (letters, digits, '_', '-'), config_params, tools",
+        ) from None
+    except ValueError as exc:
+        raise seamkit.SeamkitError(
+            str(exc), hint="pass module:Class of an importable module"
+        ) from None
+
+
+def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) -> None:
+    """One NATS worker process: serve until SIGTERM or SIGINT."""
+    from ._nats_worker import serve_nats  # lazy: the [nats] extra
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve_nats(
+            load_service(spec), servers=servers, subject=subject, stop=stop, drain_seconds=drain
+        )
+
+    asyncio.run(main())
+
+
+def _serve_nats(
+    spec: str, servers: Sequence[str], subject: str, workers: int, drain: float
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    processes = [
+        context.Process(target=_nats_worker, args=(spec, list(servers), subject, drain))
+        for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+
+    def forward(signum: int, frame: object) -> None:
+        for process in processes:
+            if process.pid is not None and process.is_alive():
+                os.kill(process.pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    for process in processes:
+        process.join()
+    failed = [p.exitcode for p in processes if p.exitcode not in (0, -signal.SIGTERM)]
+    if failed:
+        sys.exit(1)
+
+
+def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise seamkit.SeamkitError(
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            hint="pick another --port, or stop what listens there",
+        ) from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    bound = sock.getsockname()[1]
+    url = f"http://{host}:{bound}/"
+    os.environ["SEAMKIT_TOOL_SERVICE"] = spec
+    os.environ["SEAMKIT_TOOL_SERVICE_URL"] = url
+    click.echo(f"seamkit tool-service: {spec} on {url} ({workers} worker(s))", err=True)
+    import uvicorn  # lazy: only serving over HTTP needs it
+
+    config = uvicorn.Config(
+        "seamkit_tool_service._http_server:app_from_env",
+        factory=True,
+        workers=workers,
+        timeout_graceful_shutdown=max(1, int(drain)),
+        log_level="warning",
+        lifespan="on",
+    )
+    if workers == 1:
+        uvicorn.Server(config).run(sockets=[sock])
+    else:
+        from uvicorn.supervisors import Multiprocess  # lazy: see above
+
+        Multiprocess(config, sockets=[sock]).run()
+
+
+@tool_service_group.command("serve")
+@click.argument("spec", metavar="MODULE:CLASS")
+@click.option("--transport", type=click.Choice(["http", "nats"]), default="http", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="http: address.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--servers",
+    default="nats://127.0.0.1:4222",
+    show_default=True,
+    help="nats: comma-separated server URLs.",
+)
+@click.option("--subject", help="nats: the subject to serve on (default: tools.<service id>).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1))
+@click.option(
+    "--drain-seconds",
+    default=30.0,
+    show_default=True,
+    type=click.FloatRange(0),
+    help="How long calls in flight may take to finish on shutdown.",
+)
+def serve(
+    spec: str,
+    transport: str,
+    host: str,
+    port: int,
+    servers: str,
+    subject: str | None,
+    workers: int,
+    drain_seconds: float,
+) -> None:
+    """Serve the DynamicToolService MODULE:CLASS."""
+    sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
+    if transport == "nats":
+        _service_or_fail(spec, transport, subject or "tools.x", "")
+        subject = subject or f"tools.{load_service(spec).id}"
+        urls = [s.strip() for s in servers.split(",") if s.strip()]
+        _service_or_fail(spec, transport, subject, "")
+        click.echo(
+            f"seamkit tool-service: {spec} on {', '.join(urls)} subject {subject} "
+            f"({workers} worker(s))",
+            err=True,
+        )
+        _serve_nats(spec, urls, subject, workers, drain_seconds)
+    else:
+        _service_or_fail(spec, transport, None, f"http://{host}:{port}/")
+        _serve_http(spec, host, port, workers, drain_seconds)

@@ -1,0 +1,506 @@
+"""What a manifest says about tool services: the ``tool_services:`` section
+(service descriptors, discovery) and the ``tool-service`` tool kind.
+
+Two tiers, as in the reference: a service descriptor names a transport and
+address and the config params the service takes; a ``tool-service`` entry
+names a service, gives values for its config params (as fields of the entry)
+and the arguments the model fills in. Every cross-reference is checked when
+the manifest loads, with each problem at its own field.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+from seamkit import ToolConfig
+
+__all__ = [
+    "RESERVED_FIELDS",
+    "Argument",
+    "ConfigParam",
+    "ServedTool",
+    "ServiceDescriptor",
+    "ToolServiceConfig",
+    "ToolServicesConfig",
+    "check_config",
+    "check_tool",
+    "parameters_schema",
+]
+
+RESERVED_FIELDS = frozenset(
+    {"kind", "name", "description", "service", "toolset", "arguments", "timeout_seconds"}
+)
+"""Fields of a ``tool-service`` entry; a config param may not be named like one."""
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+ArgumentType = Literal["string", "number", "integer", "boolean", "object", "array"]
+
+Issue = tuple[tuple[str | int, ...], str, str, str | None, object]
+"""(location inside the model, error type, message, hint, the value at fault)"""
+
+
+def _raise(title: str, issues: Sequence[Issue]) -> None:
+    """Raise every issue at once, each at its own location."""
+    _raise_all(title, [], issues)
+
+
+def _raise_all(title: str, carried: list[InitErrorDetails], issues: Sequence[Issue]) -> None:
+    """Raise ``carried`` errors and every issue at once (nothing to raise: return)."""
+    if not carried and not issues:
+        return
+    raise ValidationError.from_exception_data(
+        title,
+        [
+            *carried,
+            *(
+                InitErrorDetails(
+                    type=PydanticCustomError(kind, message, {"hint": hint} if hint else None),
+                    loc=loc,
+                    input=value,
+                )
+                for loc, kind, message, hint, value in issues
+            ),
+        ],
+    )
+
+
+class ConfigParam(BaseModel):
+    """A parameter a service takes from each tool that uses it (a knowledge
+    base's ``collection``, a joke's ``style``)."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$", description="The parameter's name.")
+    required: bool = Field(default=False, description="Must every tool give a value?")
+
+
+class Argument(BaseModel):
+    """One argument the model fills in, turned into a JSON Schema property."""
+
+    model_config = _STRICT
+
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$", description="The argument's name.")
+    type: ArgumentType = Field(description="Its JSON type.")
+    description: str = Field(default="", description="What it means, shown to the model.")
+    required: bool = Field(default=True, description="Must the model give it?")
+
+
+def parameters_schema(arguments: Sequence[Argument]) -> dict[str, Any]:
+    """The JSON Schema the model sees for ``arguments``."""
+    properties: dict[str, Any] = {}
+    for argument in arguments:
+        prop: dict[str, Any] = {"type": argument.type}
+        if argument.description:
+            prop["description"] = argument.description
+        properties[argument.name] = prop
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [a.name for a in arguments if a.required],
+        "additionalProperties": False,
+    }
+
+
+def _argument_issues(arguments: Sequence[Argument]) -> list[Issue]:
+    seen: set[str] = set()
+    issues: list[Issue] = []
+    for index, argument in enumerate(arguments):
+        if argument.name in seen:
+            issues.append(
+                (
+                    ("arguments", index, "name"),
+                    "duplicate_argument",
+                    f"argument '{argument.name}' is defined twice",
+                    "give each argument its own name",
+                    argument.name,
+                )
+            )
+        seen.add(argument.name)
+    return issues
+
+
+class ServedTool(BaseModel):
+    """A tool a service announces with its descriptor, for agents that
+    discover services: its name and description, the config values it sends,
+    and the arguments the model fills in."""
+
+    model_config = _STRICT
+
+    name: str = Field(description="The tool's name, as the model sees it.")
+    description: str = Field(default="", description="What the tool does.")
+    config: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Values of the service's config params."
+    )
+    arguments: list[Argument] = Field(default_factory=list, description="What the model gives.")
+
+    @model_validator(mode="after")
+    def _check(self) -> ServedTool:
+        _raise("ServedTool", _argument_issues(self.arguments))
+        return self
+
+
+class ServiceDescriptor(BaseModel):
+    """How to reach a tool service and what it takes: its ``id``, transport
+    and address, its config params and its time-outs."""
+
+    model_config = _STRICT
+
+    id: str = Field(
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="The service's id (letters, digits, '_' and '-', as NATS micro names).",
+    )
+    transport: Literal["http", "nats"] = Field(
+        default="http", description="'http' (POST to url) or 'nats' (request/reply on subject)."
+    )
+    url: str | None = Field(default=None, description="http: the URL requests are POSTed to.")
+    servers: list[str] = Field(
+        default_factory=list, description="nats: the NATS servers, e.g. nats://127.0.0.1:4222."
+    )
+    subject: str | None = Field(
+        default=None, description="nats: the subject the service's workers listen on."
+    )
+    config_params: list[ConfigParam] = Field(
+        default_factory=list, description="What each tool of this service may or must set."
+    )
+    timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Overall deadline of one call (a tool may lower it)."
+    )
+    message_timeout_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="Longest wait for each message of a streamed reply (default: the deadline).",
+    )
+    description: str = Field(default="", description="What the service is for.")
+    tools: list[ServedTool] = Field(
+        default_factory=list,
+        description="Tools the service announces (used when it is discovered).",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ServiceDescriptor:
+        issues: list[Issue] = []
+        if self.transport == "http":
+            if not self.url:
+                issues.append(
+                    (
+                        ("url",),
+                        "missing",
+                        "an http service needs 'url'",
+                        "e.g. http://127.0.0.1:8765",
+                        None,
+                    )
+                )
+            elif not self.url.startswith(("http://", "https://")):
+                issues.append(
+                    (
+                        ("url",),
+                        "bad_url",
+                        f"url '{self.url}' is not an http(s) URL",
+                        "e.g. http://127.0.0.1:8765",
+                        self.url,
+                    )
+                )
+        else:
+            if not self.subject:
+                issues.append(
+                    (
+                        ("subject",),
+                        "missing",
+                        "a nats service needs 'subject'",
+                        "e.g. tools.joke",
+                        None,
+                    )
+                )
+            elif any(c in self.subject for c in " *>") or "" in self.subject.split("."):
+                issues.append(
+                    (
+                        ("subject",),
+                        "bad_subject",
+                        f"subject '{self.subject}' is not a NATS subject to publish to",
+                        "dot-separated tokens without spaces or wildcards, e.g. tools.joke",
+                        self.subject,
+                    )
+                )
+            if not self.servers:
+                issues.append(
+                    (
+                        ("servers",),
+                        "missing",
+                        "a nats service needs 'servers'",
+                        "e.g. [nats://127.0.0.1:4222]",
+                        None,
+                    )
+                )
+            for index, server in enumerate(self.servers):
+                if not server.startswith(("nats://", "tls://", "ws://", "wss://")):
+                    issues.append(
+                        (
+                            ("servers", index),
+                            "bad_url",
+                            f"server '{server}' is not a NATS URL",
+                            "e.g. nats://127.0.0.1:4222",
+                            server,
+                        )
+                    )
+        seen: set[str] = set()
+        for index, param in enumerate(self.config_params):
+            if param.name in RESERVED_FIELDS:
+                issues.append(
+                    (
+                        ("config_params", index, "name"),
+                        "reserved_name",
+                        f"config param '{param.name}' is named like a field of tool entries",
+                        "rename it; reserved: " + ", ".join(sorted(RESERVED_FIELDS)),
+                        param.name,
+                    )
+                )
+            if param.name in seen:
+                issues.append(
+                    (
+                        ("config_params", index, "name"),
+                        "duplicate_param",
+                        f"config param '{param.name}' is declared twice",
+                        None,
+                        param.name,
+                    )
+                )
+            seen.add(param.name)
+        _raise("ServiceDescriptor", issues)
+        return self
+
+    @property
+    def message_timeout(self) -> float:
+        """The longest wait for one message of a reply."""
+        return self.message_timeout_seconds or self.timeout_seconds
+
+
+class ToolServicesConfig(BaseModel):
+    """Tool services: the descriptors of services that serve tools over HTTP
+    or NATS, and whether to discover more on NATS (``$SRV`` discovery)."""
+
+    model_config = _STRICT
+
+    discover: bool = Field(
+        default=False,
+        description="Pick up services announced on NATS (and their tools) between runs.",
+    )
+    servers: list[str] = Field(
+        default_factory=list,
+        description="NATS servers to discover on (default: those of the nats services listed).",
+    )
+    discover_interval_seconds: float = Field(
+        default=5.0, gt=0, description="How often to look for services that came or went."
+    )
+    services: list[ServiceDescriptor] = Field(
+        default_factory=list, description="The services tools may name."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> ToolServicesConfig:
+        issues: list[Issue] = []
+        seen: set[str] = set()
+        for index, service in enumerate(self.services):
+            if service.id in seen:
+                issues.append(
+                    (
+                        ("services", index, "id"),
+                        "duplicate_service",
+                        f"service '{service.id}' is declared twice",
+                        "give each service its own id",
+                        service.id,
+                    )
+                )
+            seen.add(service.id)
+        if self.discover and not self.discovery_servers:
+            issues.append(
+                (
+                    ("servers",),
+                    "missing",
+                    "discover: true needs NATS servers to discover on",
+                    "set tool_services.servers, e.g. [nats://127.0.0.1:4222]",
+                    None,
+                )
+            )
+        _raise("ToolServicesConfig", issues)
+        return self
+
+    @property
+    def by_id(self) -> dict[str, ServiceDescriptor]:
+        """The declared services by id."""
+        return {service.id: service for service in self.services}
+
+    @property
+    def discovery_servers(self) -> list[str]:
+        """The NATS servers discovery asks: ``servers``, else those of the
+        nats services listed."""
+        if self.servers:
+            return list(self.servers)
+        out: list[str] = []
+        for service in self.services:
+            out.extend(s for s in service.servers if s not in out)
+        return out
+
+
+class ToolServiceConfig(ToolConfig):
+    """A tool served by a tool service: the service's id, values for its
+    config params (as fields of this entry), and the arguments the model
+    fills in."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
+
+    kind: Literal["tool-service"] = "tool-service"
+    name: str = Field(description="The tool's name, as the model sees it.")
+    description: str = Field(description="What the tool does, shown to the model.")
+    service: str = Field(description="The id of a service under tool_services.services.")
+    arguments: list[Argument] = Field(default_factory=list, description="What the model gives.")
+    timeout_seconds: float | None = Field(
+        default=None, gt=0, description="Overall deadline of one call (default: the service's)."
+    )
+
+    @property
+    def config_values(self) -> dict[str, Any]:
+        """The values of the service's config params this entry gives."""
+        return dict(self.model_extra or {})
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check(
+        cls,
+        data: object,
+        handler: ModelWrapValidatorHandler[ToolServiceConfig],
+        info: ValidationInfo,
+    ) -> ToolServiceConfig:
+        """Check the entry's fields and, during a manifest load, what it
+        names in ``tool_services``; every problem is reported at once."""
+        issues: list[Issue] = []
+        declared = _declared_services(info.context)
+        if isinstance(data, Mapping) and declared is not None:
+            service, name = data.get("service"), data.get("name")
+            if isinstance(service, str) and service not in declared[1]:
+                values = {k: v for k, v in data.items() if k not in RESERVED_FIELDS}
+                issues = check_tool(
+                    str(name), service, values, declared[0], also_known=declared[1]
+                )
+        try:
+            result = handler(data)
+        except ValidationError as exc:
+            _raise_all("ToolServiceConfig", _carried(exc), issues)
+            raise
+        _raise("ToolServiceConfig", [*_argument_issues(result.arguments), *issues])
+        return result
+
+
+def _carried(exc: ValidationError) -> list[InitErrorDetails]:
+    """The errors of ``exc``, to raise again beside more."""
+    return [
+        InitErrorDetails(
+            type=PydanticCustomError(e["type"], e["msg"], e.get("ctx")),
+            loc=e["loc"],
+            input=e["input"],
+        )
+        for e in exc.errors(include_url=False)
+    ]
+
+
+def check_tool(
+    tool: str,
+    service_id: str,
+    values: Mapping[str, object],
+    services: Mapping[str, ServiceDescriptor],
+    *,
+    also_known: Iterable[str] = (),
+) -> list[Issue]:
+    """What is wrong with the tool ``tool`` of ``service_id`` against the
+    declared ``services`` (``also_known``: declared ids that did not
+    validate): an unknown service, a missing required config value, an
+    unknown config key."""
+    service = services.get(service_id)
+    if service is None:
+        ids = sorted({*services, *also_known})
+        known = ", ".join(ids) or "none (declare them under tool_services.services)"
+        return [
+            (
+                ("service",),
+                "unknown_service",
+                f"unknown tool service '{service_id}'",
+                f"known services: {known}",
+                service_id,
+            )
+        ]
+    return check_config(tool, values, service)
+
+
+def check_config(
+    tool: str, values: Mapping[str, object], service: ServiceDescriptor
+) -> list[Issue]:
+    """What is wrong with the config ``values`` of ``tool`` for ``service``:
+    a missing required value, an unknown key."""
+    issues: list[Issue] = []
+    params = {p.name: p for p in service.config_params}
+    for name, param in params.items():
+        if param.required and name not in values:
+            issues.append(
+                (
+                    (),
+                    "missing_config",
+                    f"tool '{tool}' misses the required config value '{name}' of "
+                    f"service '{service.id}'",
+                    f"add '{name}: ...' to this entry",
+                    dict(values),
+                )
+            )
+    for key in values:
+        if key not in params:
+            close = difflib.get_close_matches(key, list(params), n=1)
+            takes = ", ".join(params) or "no config params"
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            issues.append(
+                (
+                    (key,),
+                    "unknown_config",
+                    f"unknown config key '{key}' for service '{service.id}'",
+                    f"{hint}it takes: {takes}",
+                    values[key],
+                )
+            )
+    return issues
+
+
+def _declared_services(
+    context: object,
+) -> tuple[dict[str, ServiceDescriptor], set[str]] | None:
+    """The valid services the manifest being validated declares, and the ids
+    of those that are not (they report their own problems); ``None``
+    outside a manifest load."""
+    if not isinstance(context, Mapping):
+        return None
+    manifest = context.get("manifest")
+    if not isinstance(manifest, Mapping):
+        return None
+    section = manifest.get("tool_services")
+    raw = section.get("services") if isinstance(section, Mapping) else None
+    found: dict[str, ServiceDescriptor] = {}
+    broken: set[str] = set()
+    for item in raw if isinstance(raw, list) else ():
+        try:
+            service = ServiceDescriptor.model_validate(item)
+        except ValidationError:
+            if isinstance(item, Mapping) and isinstance(item.get("id"), str):
+                broken.add(item["id"])
+            continue
+        found[service.id] = service
+    return found, broken

@@ -1,0 +1,123 @@
+"""Discovery: services that announce themselves with the NATS micro services
+protocol, found with a ``$SRV.INFO`` scatter-gather, their descriptor read
+from the metadata key ``seamkit.descriptor``.
+
+`Discovered` is a `seamkit.ToolSource`: the agent asks it for its tools at
+the start of each run and swaps in a changed set before the run starts. It
+looks again every ``discover_interval_seconds`` in the background; a service
+that no longer answers loses its tools at the next look.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+from seamkit import Tool
+
+from ._config import ServiceDescriptor, ToolServicesConfig, check_config
+from ._errors import ToolServiceError
+from ._tools import Connections, service_tool
+
+__all__ = ["DESCRIPTOR_KEY", "Discovered"]
+
+DESCRIPTOR_KEY = "seamkit.descriptor"
+"""The micro service metadata key holding the service's descriptor (JSON)."""
+
+log = logging.getLogger("seamkit_tool_service")
+
+
+class Discovered:
+    """The tools of the services announced on some NATS servers, as last seen."""
+
+    def __init__(self, section: ToolServicesConfig, connections: Connections) -> None:
+        self._servers = section.discovery_servers
+        self._interval = section.discover_interval_seconds
+        self._connections = connections
+        self._known: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def current(self) -> Sequence[Tool]:
+        """The tools of the services seen at the last look (looking now on
+        the first call in an event loop)."""
+        loop = asyncio.get_running_loop()
+        if self._task is None or self._task.done() or self._loop is not loop:
+            await self.look()
+            self._loop = loop
+            self._task = loop.create_task(self._every())
+        return tuple(tool for _, tools in self._known.values() for tool in tools)
+
+    async def look(self) -> None:
+        """Ask every service for its info now and keep what answered."""
+        try:
+            answers = await self._connections.nats(self._servers).gather(
+                "$SRV.INFO", wait=1.0, quiet=0.1
+            )
+        except ToolServiceError as exc:
+            log.warning("tool service discovery: %s", exc.message)
+            return
+        seen: dict[str, str] = {}
+        for answer in answers:
+            try:
+                info = json.loads(answer)
+                text = info.get("metadata", {}).get(DESCRIPTOR_KEY)
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(text, str):
+                seen.setdefault(str(info.get("name")), text)
+        known: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+        for name, text in seen.items():
+            previous = self._known.get(name)
+            if previous is not None and previous[0] == text:
+                known[name] = previous  # unchanged: the same tool objects
+                continue
+            tools = self._tools(name, text)
+            if tools is not None:
+                known[name] = (text, tools)
+        self._known = known
+
+    def _tools(self, name: str, text: str) -> tuple[Tool, ...] | None:
+        try:
+            service = ServiceDescriptor.model_validate_json(text)
+        except ValidationError as exc:
+            log.warning("tool service %r announced a bad descriptor: %s", name, exc)
+            return None
+        service = service.model_copy(update={"transport": "nats", "servers": self._servers})
+        tools: list[Tool] = []
+        for served in service.tools:
+            issues = check_config(served.name, served.config, service)
+            if issues:
+                log.warning(
+                    "tool service %r: tool %r is left out: %s", name, served.name, issues[0][2]
+                )
+                continue
+            tools.append(
+                service_tool(
+                    service,
+                    self._connections,
+                    name=served.name,
+                    description=served.description,
+                    arguments=served.arguments,
+                    config=served.config,
+                )
+            )
+        return tuple(tools)
+
+    async def _every(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            with contextlib.suppress(Exception):
+                await self.look()
+
+    async def aclose(self) -> None:
+        """Stop looking."""
+        task, self._task = self._task, None
+        if task is not None and not task.done() and self._loop is asyncio.get_running_loop():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,108 @@
+"""The HTTP transport, service side: a small ASGI app around a
+`DynamicToolService`. ``POST /`` takes a request envelope and answers one
+JSON envelope, or ``application/x-ndjson`` (one envelope per line) when the
+service streams; ``GET /healthz`` and ``GET /descriptor`` tell that it runs
+and what it is."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ._service import DynamicToolService
+
+__all__ = ["ServiceApp", "app_from_env", "load_service"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+_JSON = [(b"content-type", b"application/json")]
+_NDJSON = [(b"content-type", b"application/x-ndjson")]
+
+
+def load_service(spec: str) -> DynamicToolService:
+    """An instance of the `DynamicToolService` subclass ``module:Class``
+    names. Raises `ValueError` saying what is wrong."""
+    module_name, sep, class_name = spec.partition(":")
+    if not sep or not module_name or not class_name:
+        raise ValueError(f"'{spec}' is not module:Class (e.g. joke_service:JokeService)")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name!r}: {exc}") from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, DynamicToolService)):
+        raise ValueError(f"{spec} is not a subclass of seamkit_tool_service.DynamicToolService")
+    return cls()
+
+
+class ServiceApp:
+    """The ASGI app serving one service instance."""
+
+    def __init__(self, service: DynamicToolService, *, url: str = "") -> None:
+        self.service = service
+        self.url = url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await self.service.setup()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.service.teardown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method, path = scope["method"], scope["path"]
+        if method == "GET" and path == "/healthz":
+            await _answer(send, 200, b'{"status":"ok"}')
+        elif method == "GET" and path == "/descriptor":
+            descriptor = self.service.descriptor("http", url=self.url or "http://127.0.0.1/")
+            await _answer(send, 200, descriptor.model_dump_json().encode())
+        elif method == "POST":
+            body = bytearray()
+            while True:
+                message = await receive()
+                body += message.get("body", b"")
+                if not message.get("more_body"):
+                    break
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            replies = self.service.replies(bytes(body), headers)
+            first = await anext(replies)
+            if first.endswith(b'"end_of_stream":true}'):  # encode_reply writes it last
+                await _answer(send, 200, first)
+                await replies.aclose()
+                return
+            await send({"type": "http.response.start", "status": 200, "headers": _NDJSON})
+            await send({"type": "http.response.body", "body": first + b"\n", "more_body": True})
+            async for reply in replies:
+                await send({"type": "http.response.body", "body": reply + b"\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        else:
+            await _answer(send, 405, b'{"error":"POST a request envelope to /"}')
+
+
+async def _answer(send: Send, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": _JSON})
+    await send({"type": "http.response.body", "body": body})
+
+
+def app_from_env() -> ServiceApp:
+    """The app for ``SEAMKIT_TOOL_SERVICE`` (``module:Class``), for uvicorn's
+    worker processes."""
+    return ServiceApp(
+        load_service(os.environ["SEAMKIT_TOOL_SERVICE"]),
+        url=os.environ.get("SEAMKIT_TOOL_SERVICE_URL", ""),
+    )

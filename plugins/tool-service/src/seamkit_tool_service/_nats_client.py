@@ -1,0 +1,166 @@
+"""The NATS transport, client side: one connection per server list, one
+wildcard inbox subscription on it, each call's replies routed by the reply
+subject's last token (the call's id) and checked against the envelope's id.
+
+nats-py is imported when the first call connects, so an agent without NATS
+services never loads it. A request nobody listens for fails at once (NATS's
+no-responders status), not at the time-out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING
+
+from ._errors import ToolServiceError
+from ._transport import NO_RESPONDERS, Call, Dropped, Inbox
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+
+__all__ = ["NatsTransport", "connect"]
+
+log = logging.getLogger("seamkit_tool_service")
+
+
+async def connect(servers: Sequence[str], *, name: str) -> Client:
+    """A nats-py client on ``servers`` that keeps reconnecting; raises
+    `ToolServiceError` (``Unavailable``) when none can be reached."""
+    try:
+        import nats
+    except ImportError:
+        raise ToolServiceError(
+            "Unavailable",
+            "NATS transport needs nats-py",
+            hint="pip install 'seamkit-tool-service[nats]'",
+        ) from None
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("NATS (%s): %s: %s", name, type(exc).__name__, exc)
+
+    async def on_disconnect() -> None:
+        log.info("NATS (%s): disconnected, reconnecting", name)
+
+    try:
+        client: Client = await nats.connect(
+            servers=list(servers),
+            name=name,
+            connect_timeout=2,
+            reconnect_time_wait=0.25,
+            max_reconnect_attempts=-1,
+            allow_reconnect=True,
+            error_cb=on_error,
+            disconnected_cb=on_disconnect,
+        )
+    except Exception as exc:
+        raise ToolServiceError(
+            "Unavailable",
+            f"cannot reach NATS at {', '.join(servers)}: {type(exc).__name__}: {exc}",
+            hint="start nats-server, or fix the servers of the tool service",
+        ) from None
+    return client
+
+
+class NatsTransport:
+    """Calls services on one NATS server list."""
+
+    def __init__(self, servers: Sequence[str], *, name: str = "seamkit-agent") -> None:
+        self._servers = tuple(servers)
+        self._name = name
+        self._client: Client | None = None
+        self._lock = asyncio.Lock()
+        self._prefix = ""
+        self._inboxes: dict[str, Inbox] = {}
+        self.dropped = Dropped()
+
+    async def _connected(self) -> tuple[Client, str]:
+        client = self._client
+        if client is not None and not client.is_closed:
+            return client, self._prefix
+        async with self._lock:
+            if self._client is None or self._client.is_closed:
+                client = await connect(self._servers, name=self._name)
+                prefix = f"_INBOX.{secrets.token_hex(8)}"
+                await client.subscribe(prefix + ".*", cb=self._on_reply)
+                self._client, self._prefix = client, prefix
+        assert self._client is not None
+        return self._client, self._prefix
+
+    async def _on_reply(self, msg: Msg) -> None:
+        call_id = msg.subject[len(self._prefix) + 1 :]
+        inbox = self._inboxes.get(call_id)
+        if inbox is None:
+            self.dropped.unmatched(call_id)
+            return
+        headers = msg.headers
+        if headers and headers.get("Status") == "503" and not msg.data:
+            inbox.put(NO_RESPONDERS)
+        else:
+            inbox.put(msg.data)
+
+    async def exchange(self, call: Call) -> AsyncGenerator[bytes, None]:
+        """Publish the request with the call's own reply subject and yield
+        what comes back on it."""
+        service, call_id, deadline = call.service, call.call_id, call.deadline
+        client, prefix = await self._connected()
+        subject = service.subject or ""
+        inbox = self._inboxes[call_id] = Inbox()
+        loop = asyncio.get_running_loop()
+        try:
+            headers = dict(call.headers) or None
+            reply = f"{prefix}.{call_id}"
+            await client.publish(subject, call.payload, reply=reply, headers=headers)
+            while True:
+                remaining = deadline - loop.time()
+                wait = min(call.message_timeout, remaining)
+                if wait <= 0:
+                    raise call.timed_out(overall=True)
+                try:
+                    data = await inbox.get(wait)
+                except TimeoutError:
+                    raise call.timed_out(overall=remaining <= call.message_timeout) from None
+                if data is NO_RESPONDERS:
+                    raise ToolServiceError(
+                        "Unavailable",
+                        f"no worker of tool service '{service.id}' listens on subject '{subject}'",
+                        service=service.id,
+                        hint="start one: seamkit tool-service serve module:Class "
+                        f"--transport nats --subject {subject}",
+                    )
+                yield data
+        finally:
+            del self._inboxes[call_id]
+            self.dropped.ended(call_id)
+
+    async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:
+        """Every reply to one request on ``subject`` (a scatter-gather such as
+        ``$SRV.INFO``): collected for up to ``wait`` seconds, ending early
+        once ``quiet`` seconds pass without one."""
+        client, _ = await self._connected()
+        inbox = client.new_inbox()
+        subscription = await client.subscribe(inbox)
+        out: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait
+        try:
+            await client.publish(subject, b"", reply=inbox)
+            while (left := end - loop.time()) > 0:
+                try:
+                    msg = await subscription.next_msg(timeout=min(left, quiet if out else left))
+                except TimeoutError:
+                    break
+                if msg.data:
+                    out.append(msg.data)
+        finally:
+            await subscription.unsubscribe()
+        return out
+
+    async def aclose(self) -> None:
+        """Close the connection (idempotent)."""
+        client, self._client = self._client, None
+        if client is not None and not client.is_closed:
+            await client.close()

@@ -27,11 +27,18 @@ def tool_service_group() -> None:
     """Tool services: serve a DynamicToolService over HTTP or NATS."""
 
 
-def _service_or_fail(spec: str, transport: str, subject: str | None, url: str) -> None:
+def _service_or_fail(
+    spec: str, transport: str, subject: str | None, url: str, servers: Sequence[str] = ()
+) -> None:
     """Load the class once here, so that a mistake is a clear error."""
     try:
         service = load_service(spec)
-        service.descriptor("nats" if transport == "nats" else "http", subject=subject, url=url)
+        service.descriptor(
+            "nats" if transport == "nats" else "http",
+            subject=subject,
+            url=url,
+            servers=servers,
+        )
     except ValidationError as exc:
         first = exc.errors()[0]
         raise seamkit.SeamkitError(
@@ -54,8 +61,17 @@ def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+
+        def ready() -> None:
+            click.echo(f"seamkit tool-service: worker {os.getpid()} ready", err=True)
+
         await serve_nats(
-            load_service(spec), servers=servers, subject=subject, stop=stop, drain_seconds=drain
+            load_service(spec),
+            servers=servers,
+            subject=subject,
+            stop=stop,
+            drain_seconds=drain,
+            ready=ready,
         )
 
     asyncio.run(main())
@@ -157,10 +173,10 @@ def serve(
     """Serve the DynamicToolService MODULE:CLASS."""
     sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
     if transport == "nats":
-        _service_or_fail(spec, transport, subject or "tools.x", "")
-        subject = subject or f"tools.{load_service(spec).id}"
         urls = [s.strip() for s in servers.split(",") if s.strip()]
-        _service_or_fail(spec, transport, subject, "")
+        _service_or_fail(spec, transport, subject or "tools.x", "", urls)
+        subject = subject or f"tools.{load_service(spec).id}"
+        _service_or_fail(spec, transport, subject, "", urls)
         click.echo(
             f"seamkit tool-service: {spec} on {', '.join(urls)} subject {subject} "
             f"({workers} worker(s))",

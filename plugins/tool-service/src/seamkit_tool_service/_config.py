@@ -392,9 +392,7 @@ class ToolServiceConfig(ToolConfig):
             service, name = data.get("service"), data.get("name")
             if isinstance(service, str) and service not in declared[1]:
                 values = {k: v for k, v in data.items() if k not in RESERVED_FIELDS}
-                issues = check_tool(
-                    str(name), service, values, declared[0], also_known=declared[1]
-                )
+                issues = check_tool(str(name), service, values, declared[0], also_known=declared[1])
         try:
             result = handler(data)
         except ValidationError as exc:

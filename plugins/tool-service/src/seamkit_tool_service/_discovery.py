@@ -16,7 +16,6 @@ import json
 import logging
 from collections.abc import Sequence
 
-from pydantic import ValidationError
 from seamkit import Tool
 
 from ._config import ServiceDescriptor, ToolServicesConfig, check_config
@@ -83,11 +82,15 @@ class Discovered:
 
     def _tools(self, name: str, text: str) -> tuple[Tool, ...] | None:
         try:
-            service = ServiceDescriptor.model_validate_json(text)
-        except ValidationError as exc:
+            announced = json.loads(text)
+            if not isinstance(announced, dict):
+                raise ValueError("the descriptor is not a JSON object")
+            # reached on the NATS servers it was discovered on
+            announced.update(transport="nats", servers=self._servers)
+            service = ServiceDescriptor.model_validate(announced)
+        except ValueError as exc:  # pydantic's ValidationError is one
             log.warning("tool service %r announced a bad descriptor: %s", name, exc)
             return None
-        service = service.model_copy(update={"transport": "nats", "servers": self._servers})
         tools: list[Tool] = []
         for served in service.tools:
             issues = check_config(served.name, served.config, service)

@@ -42,7 +42,7 @@ async def serve_nats(
     """Serve ``service`` on ``subject`` until ``stop`` is set."""
     from nats.micro import add_service  # lazy: the [nats] extra
 
-    descriptor = service.descriptor("nats", subject=subject)
+    descriptor = service.descriptor("nats", subject=subject, servers=servers)
     client = await connect(servers, name=f"seamkit-tool-service {service.id}")
     await service.setup()
     tasks: set[asyncio.Task[None]] = set()

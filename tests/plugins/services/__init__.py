@@ -1,0 +1,1 @@
+"""Tool services the tests serve, each a `DynamicToolService` subclass."""

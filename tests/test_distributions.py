@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
 import venv
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +24,13 @@ from tests.conftest import FIXTURE_DISTS, ROOT
 from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
 
 
 class Env:
@@ -76,6 +86,8 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "openai"),
         str(ROOT / "plugins" / "serve"),
         str(ROOT / "plugins" / "sessions-postgres"),
+        f"{ROOT / 'plugins' / 'tool-service'}[nats]",
+        str(ROOT / "contrib" / "joke-service"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -158,6 +170,59 @@ def test_the_installed_serve_plugin_adds_the_command_and_its_section(
     out = fresh_env.seamkit("validate", str(app))
     assert out.returncode == 1
     assert "serve.max_messages" in out.stderr
+
+
+def test_the_installed_tool_service_plugin_calls_the_installed_joke_service(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    found = plugins["tool-service"]
+    assert (found["distribution"], found["error"]) == ("seamkit-tool-service", None)
+    assert found["kinds"] == ["tool:tool-service", "section:tool_services"]
+    port = free_port()
+    log = tmp_path / "joke.log"
+    command = [str(fresh_env.bin / "seamkit"), "tool-service", "serve"]
+    with log.open("w") as out:
+        service = subprocess.Popen(
+            [*command, "joke_service:JokeService", "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "joke_service:JokeService on" not in log.read_text():
+            assert service.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        (tmp_path / "script.yaml").write_text(
+            '- tool_calls: [{id: c1, name: tell-joke, arguments: \'{"topic": "food"}\'}]\n'
+            "- text: done\n"
+        )
+        app = tmp_path / "app.yaml"
+        app.write_text(
+            "name: jokes\nmodel: scripted:script.yaml\n"
+            f"tool_services: {{services: [{{id: joke-service, url: 'http://127.0.0.1:{port}/',"
+            " config_params: [{name: style}]}]}\n"
+            "tools:\n  - {kind: tool-service, name: tell-joke, description: A joke,"
+            " service: joke-service, style: dad, arguments: [{name: topic, type: string}]}\n"
+        )
+        out = _run_until_served(fresh_env, app)
+        assert out.returncode == 0, out.stderr
+        assert "← tell-joke" in out.stderr and "Hey ann!" in out.stderr, out.stderr
+        assert "dad" in out.stderr
+    finally:
+        service.terminate()
+        assert service.wait(20) in (0, -signal.SIGTERM), log.read_text()
+
+
+def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[str]:
+    """``seamkit run`` once the service accepts connections (uvicorn binds after
+    printing its line)."""
+    deadline = time.monotonic() + 20
+    while True:
+        out = fresh_env.seamkit("run", str(app), "a joke", "--context", "user=ann")
+        if "Unavailable" not in out.stderr or time.monotonic() > deadline:
+            return out
+        time.sleep(0.2)
 
 
 def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 from urllib.parse import quote
 
+import pydantic
 import pytest
 import seamkit
 from pydantic import BaseModel
@@ -342,3 +343,104 @@ def test_a_tool_source_is_asked_at_each_run_and_a_clash_keeps_the_old_map() -> N
     result = agent.run_sync("x")
     assert sorted(agent.tools) == ["a", "b", "c"]
     assert any(d.code == "tools_not_refreshed" for d in result.diagnostics)
+
+
+class _ToolsSection(BaseModel):
+    """A section that adds tools."""
+
+    names: list[str]
+
+
+def _section_registry(source: _Source | None = None) -> seamkit.plugins.Registry:
+    async def tools(section: _ToolsSection, build: BuildContext) -> Any:
+        if source is not None:
+            return source
+        return [seamkit.Tool(lambda n=n: n, name=n) for n in section.names]
+
+    class Plugin:
+        @seamkit.hookimpl
+        def register_manifest_sections(self, register: Any) -> None:
+            register("extra", _ToolsSection, tools=tools)
+
+    registry = load_plugins(entry_points=[])
+    add_plugin(registry, Plugin(), PluginInfo(name="extra"))
+    assert registry.plugins["extra"].error is None
+    return registry
+
+
+def test_a_section_adds_tools_and_a_clash_names_the_section() -> None:
+    registry = _section_registry()
+    app = {"name": "a", "model": "scripted:x", "extra": {"names": ["x", "y"]}}
+    model = ScriptedModel([])
+    agent = asyncio.run(seamkit.Agent.load(app, registry=registry, model=model))
+    assert sorted(agent.tools) == ["x", "y"]
+    assert agent.tools.origin("x") == "the manifest section 'extra'"
+
+    @seamkit.tool
+    def x() -> str:
+        """Code tool x."""
+        return "x"
+
+    with pytest.raises(seamkit.ManifestError) as caught:
+        asyncio.run(seamkit.Agent.load(app, registry=registry, model=model, tools=[x]))
+    assert "the manifest section 'extra'" in caught.value.format()
+    bare = {"name": "a", "model": "scripted:x"}
+    without = asyncio.run(seamkit.Agent.load(bare, registry=registry, model=model))
+    assert len(without.tools) == 0  # an absent section adds nothing
+
+
+def test_a_section_tool_source_is_asked_at_each_run() -> None:
+    source = _Source()
+    registry = _section_registry(source)
+    app = {"name": "a", "model": "scripted:x", "extra": {"names": []}}
+    script = ScriptedModel([{"text": "1"}, {"text": "2"}])
+    agent = asyncio.run(seamkit.Agent.load(app, registry=registry, model=script))
+    assert list(agent.tools) == ["a"]
+    source.names = ["a", "b"]
+    agent.run_sync("x")
+    assert sorted(agent.tools) == ["a", "b"]
+
+
+def test_a_stream_ending_in_a_tool_result_streams_its_chunks_and_is_that_result() -> None:
+    async def call(arguments: dict[str, Any], ctx: seamkit.ActionContext) -> AsyncIterator[Any]:
+        yield "part "
+        yield seamkit.ToolResult.error("Error: Broken: the rest is lost")
+        yield "never"
+
+    tool = seamkit.Tool.from_schema("s", "Streams.", {"type": "object", "properties": {}}, call)
+    model = ScriptedModel([_call("s", "{}"), {"text": "ok"}])
+    agent = seamkit.Agent(model, tools=[tool], plugin_hooks=False)
+
+    async def streamed() -> list[Any]:
+        return [e async for e in agent.stream("go")]
+
+    events = asyncio.run(streamed())
+    assert [e.text for e in events if isinstance(e, S.ToolOutputDelta)] == ["part "]
+    done = next(e for e in events if isinstance(e, S.ToolCompleted))
+    assert done.result.content == "Error: Broken: the rest is lost" and done.result.is_error
+
+
+def test_a_validator_sees_the_whole_manifest_being_loaded() -> None:
+    seen: list[object] = []
+
+    class Peek(seamkit.ToolConfig):
+        kind: Literal["peek"] = "peek"
+
+        @pydantic.model_validator(mode="after")
+        def _look(self, info: pydantic.ValidationInfo) -> Peek:
+            seen.append((info.context or {}).get("manifest", {}).get("extra"))
+            return self
+
+    async def resolve(config: Peek, build: BuildContext) -> list[seamkit.Tool]:
+        return []
+
+    class Plugin:
+        @seamkit.hookimpl
+        def register_tool_kinds(self, register: Any) -> None:
+            register(Peek, resolve)
+
+    registry = _section_registry()
+    add_plugin(registry, Plugin(), PluginInfo(name="peek"))
+    app = {"name": "a", "model": "scripted:x", "extra": {"names": []}, "tools": [{"kind": "peek"}]}
+    seamkit.AppConfig.load(app, registry=registry)
+    assert seen == [{"names": []}]

@@ -182,10 +182,10 @@ def test_the_installed_tool_service_plugin_calls_the_installed_joke_service(
     port = free_port()
     log = tmp_path / "joke.log"
     command = [str(fresh_env.bin / "seamkit"), "tool-service", "serve"]
-    with log.open("w") as out:
+    with log.open("w") as sink:
         service = subprocess.Popen(
             [*command, "joke_service:JokeService", "--port", str(port)],
-            stdout=out,
+            stdout=sink,
             stderr=subprocess.STDOUT,
         )
     try:

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 from seamkit_tool_service import Argument, ConfigParam, DynamicToolService, ServedTool
@@ -29,10 +28,12 @@ JOKES: dict[str, dict[str, str]] = {
 
 
 def pick_joke(topic: str, style: str) -> str:
-    """A joke on ``topic`` in ``style`` (a generic one for an unknown topic)."""
+    """A joke on ``topic`` in ``style`` (puns for an unknown style, a generic
+    joke for an unknown topic)."""
     jokes = JOKES.get(style, JOKES["pun"])
     key = topic.strip().lower()
-    return jokes.get(key) or f"Why did the {key or 'thing'} cross the road? To get to the punchline."
+    generic = f"Why did the {key or 'thing'} cross the road? To get to the punchline."
+    return jokes.get(key) or generic
 
 
 class JokeService(DynamicToolService):
@@ -56,10 +57,11 @@ class JokeService(DynamicToolService):
         ),
     )
 
-    async def invoke(self, user: str, config: dict[str, Any], arguments: dict[str, Any]) -> Any:
-        """The joke, addressed to ``user``; streamed word by word when the
-        tool's config sets ``stream: true``... no: one reply."""
-        style = str(config.get("style", "pun"))
+    async def invoke(self, user: str, config: dict[str, Any], arguments: dict[str, Any]) -> str:
+        """One joke on the model's ``topic`` in the tool's ``style`` (``pun``
+        when the tool sets none), greeting ``user`` when the agent sent one."""
+        style = str(config.get("style") or "pun")
         topic = str(arguments.get("topic", ""))
         greeting = f"Hey {user}! " if user else ""
-        return f"{greeting}Here's a {style} for you:\n\n{pick_joke(topic, style)}"
+        kind = "pun" if style == "pun" else f"{style} joke"
+        return f"{greeting}Here's a {kind} for you:\n\n{pick_joke(topic, style)}"

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ._config import ModelConfig, split_model_spec
 from ._dispatch import ConfiguredHook
@@ -127,11 +128,9 @@ async def _resolve(
     owner: str,
     label: str,
 ) -> ToolEntry | Problem:
-    """``resolve(config, build)`` as a `ToolEntry`, or the `Problem` it met
-    (a `ManifestError` it raises is one problem, with its first location
-    inside ``where``)."""
+    """``resolve(config, build)`` as a `ToolEntry`, or the `Problem` it met."""
     try:
-        produced = resolve(config, build)
+        produced: Any = resolve(config, build)
         if inspect.isawaitable(produced):
             produced = await produced
         source = produced if isinstance(produced, ToolSource) else None

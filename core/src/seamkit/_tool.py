@@ -19,6 +19,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from ._context import ActionContext
 from ._errors import InvalidToolCall, ToolDefinitionError
+from ._flatcheck import flat_check
 from ._secret import Secret, as_json, redact, secret_texts
 from ._signature import ToolSignature, describe
 from ._types import ToolResult, ToolSpec
@@ -537,7 +538,7 @@ class _SchemaTool(Tool):
     """A tool made with :meth:`Tool.from_schema`: validated by JSON Schema,
     called as ``call(arguments, ctx)``."""
 
-    __slots__ = ("_schema", "_validator")
+    __slots__ = ("_fast", "_schema", "_validator")
 
     def __init__(
         self,
@@ -563,6 +564,7 @@ class _SchemaTool(Tool):
         )
         self._schema = parameters
         self._validator = validator
+        self._fast = flat_check(parameters)
 
     def _copy(self, options: dict[str, Any]) -> Tool:
         """A schema tool with ``options``; the schema is not compiled again."""
@@ -579,6 +581,8 @@ class _SchemaTool(Tool):
             data = json.loads(to_json(arguments, fallback=functools.partial(_unwrap, hidden)))
         except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
             raise self._invalid([str(exc)]) from None
+        if self._fast is not None and self._fast(data):
+            return dict(data)
         errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.path))
         if errors:
             raise self._invalid([_describe(e) for e in errors])

@@ -309,22 +309,42 @@ class ToolServicesConfig(BaseModel):
         default_factory=list, description="The services tools may name."
     )
 
-    @model_validator(mode="after")
-    def _check(self) -> ToolServicesConfig:
+    @model_validator(mode="wrap")
+    @classmethod
+    def _unique_ids(
+        cls, data: object, handler: ModelWrapValidatorHandler[ToolServicesConfig]
+    ) -> ToolServicesConfig:
+        """Report a duplicate service id beside the problems of other
+        entries (an ``after`` check would not run when one is broken)."""
         issues: list[Issue] = []
+        raw = data.get("services") if isinstance(data, Mapping) else None
         seen: set[str] = set()
-        for index, service in enumerate(self.services):
-            if service.id in seen:
+        for index, item in enumerate(raw if isinstance(raw, list) else ()):
+            service_id = item.get("id") if isinstance(item, Mapping) else None
+            if not isinstance(service_id, str):
+                continue
+            if service_id in seen:
                 issues.append(
                     (
                         ("services", index, "id"),
                         "duplicate_service",
-                        f"service '{service.id}' is declared twice",
+                        f"service '{service_id}' is declared twice",
                         "give each service its own id",
-                        service.id,
+                        service_id,
                     )
                 )
-            seen.add(service.id)
+            seen.add(service_id)
+        try:
+            result = handler(data)
+        except ValidationError as exc:
+            _raise_all("ToolServicesConfig", _carried(exc), issues)
+            raise
+        _raise("ToolServicesConfig", issues)
+        return result
+
+    @model_validator(mode="after")
+    def _check(self) -> ToolServicesConfig:
+        issues: list[Issue] = []
         if self.discover and not self.discovery_servers:
             issues.append(
                 (
@@ -376,11 +396,11 @@ class ToolServiceConfig(ToolConfig):
         """The values of the service's config params this entry gives."""
         return dict(self.model_extra or {})
 
-    @model_validator(mode="wrap")
+    @model_validator(mode="wrap")  # type: ignore[arg-type]  # pydantic's stub rejects the info form
     @classmethod
     def _check(
         cls,
-        data: object,
+        data: Any,
         handler: ModelWrapValidatorHandler[ToolServiceConfig],
         info: ValidationInfo,
     ) -> ToolServiceConfig:
@@ -463,7 +483,7 @@ def check_config(
             )
     for key in values:
         if key not in params:
-            close = difflib.get_close_matches(key, list(params), n=1)
+            close = difflib.get_close_matches(key, [*params, *RESERVED_FIELDS], n=1)
             takes = ", ".join(params) or "no config params"
             hint = f"did you mean '{close[0]}'? " if close else ""
             issues.append(
@@ -500,5 +520,5 @@ def _declared_services(
             if isinstance(item, Mapping) and isinstance(item.get("id"), str):
                 broken.add(item["id"])
             continue
-        found[service.id] = service
+        found.setdefault(service.id, service)  # a duplicate id is reported on its own
     return found, broken

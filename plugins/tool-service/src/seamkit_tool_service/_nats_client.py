@@ -51,7 +51,9 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
             name=name,
             connect_timeout=2,
             reconnect_time_wait=0.25,
-            max_reconnect_attempts=-1,
+            # nats-py applies this to the first connect too, where -1 would
+            # retry forever: give up after two tries per server there ...
+            max_reconnect_attempts=1,
             allow_reconnect=True,
             error_cb=on_error,
             disconnected_cb=on_disconnect,
@@ -62,6 +64,7 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
             f"cannot reach NATS at {', '.join(servers)}: {type(exc).__name__}: {exc}",
             hint="start nats-server, or fix the servers of the tool service",
         ) from None
+    client.options["max_reconnect_attempts"] = -1  # ... and, once connected, reconnect forever
     return client
 
 
@@ -133,7 +136,9 @@ class NatsTransport:
                     )
                 yield data
         finally:
-            del self._inboxes[call_id]
+            # replies that came after the last one the caller took (a worker
+            # answering twice at once) are duplicates too
+            self.dropped.duplicate += len(self._inboxes.pop(call_id))
             self.dropped.ended(call_id)
 
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:

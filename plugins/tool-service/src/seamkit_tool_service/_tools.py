@@ -18,7 +18,8 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from seamkit import ActionContext, Secret, Tool, ToolResult
+from seamkit import ActionContext, Secret, Tool, ToolResult, redact
+from seamkit.plugins import secret_texts
 
 from ._config import Argument, ServiceDescriptor, parameters_schema
 from ._envelope import Reply, decode_reply, encode_request
@@ -87,24 +88,35 @@ class Connections:
             await transport.aclose()
 
 
-def _failed(error: ToolServiceError | tuple[str, str]) -> ToolResult:
+def _failed(error: ToolServiceError | tuple[str, str], secrets: Sequence[str]) -> ToolResult:
     kind, message = (
         (error.error_type, error.message) if isinstance(error, ToolServiceError) else error
     )
-    return ToolResult.error(f"Error: {kind}: {message}")
+    return ToolResult.error(_scrub(f"Error: {kind}: {message}", secrets))
+
+
+def _scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret the call sent masked (a service may echo one)."""
+    return redact(text, secrets) if secrets else text
 
 
 async def _next_reply(
     replies: AsyncGenerator[bytes, None], call: Call, transport: Transport
 ) -> Reply:
     """The next reply that is this call's (others are dropped and counted)."""
+    strays = 0
     while True:
         try:
             data = await anext(replies)
         except StopAsyncIteration:
             raise ToolServiceError(
                 "BadReply",
-                f"tool service '{call.service.id}' ended its reply without end_of_stream",
+                f"tool service '{call.service.id}' "
+                + (
+                    f"answered with {strays} reply(s) whose id is not this call's"
+                    if strays
+                    else "ended its reply without end_of_stream"
+                ),
                 service=call.service.id,
             ) from None
         try:
@@ -116,27 +128,32 @@ async def _next_reply(
             ) from None
         if reply.id == call.call_id:
             return reply
+        strays += 1
         transport.dropped.stray += 1
 
 
 async def _stream(
-    first: Reply, replies: AsyncGenerator[bytes, None], call: Call, transport: Transport
+    first: Reply,
+    replies: AsyncGenerator[bytes, None],
+    call: Call,
+    transport: Transport,
+    secrets: Sequence[str],
 ) -> AsyncIterator[str | ToolResult]:
     """The chunks of a streamed reply, ending in an error result if one comes."""
     try:
         if first.response:
-            yield first.response
+            yield _scrub(first.response, secrets)
         while True:
             try:
                 reply = await _next_reply(replies, call, transport)
             except ToolServiceError as exc:
-                yield _failed(exc)
+                yield _failed(exc, secrets)
                 return
             if reply.error is not None:
-                yield _failed(reply.error)
+                yield _failed(reply.error, secrets)
                 return
             if reply.response:
-                yield reply.response
+                yield _scrub(reply.response, secrets)
             if reply.end_of_stream:
                 return
     finally:
@@ -156,6 +173,7 @@ def service_tool(
     """A tool that calls ``service`` with ``config`` (the tool's config
     values) and the model's arguments, which ``arguments`` describe."""
     config_text = _dumps(_plain(config))
+    config_secrets = secret_texts(config)
     total = timeout_seconds or service.timeout_seconds
     message_timeout = min(service.message_timeout, total)
 
@@ -163,6 +181,7 @@ def service_tool(
         user = ctx.get(USER_PROPERTY, "")
         if isinstance(user, Secret):
             user = user.get_secret_value()
+        secrets = [*config_secrets, *secret_texts(ctx)] if ctx else config_secrets
         call_id = f"{_prefix}{next(_counter):x}"
         payload = encode_request(call_id, str(user), config_text, _dumps(values))
         transport = connections.transport(service)
@@ -175,10 +194,12 @@ def service_tool(
             first = await _next_reply(replies, request, transport)
         except ToolServiceError as exc:
             await replies.aclose()
-            return _failed(exc)
+            return _failed(exc, secrets)
         if first.error is not None or first.end_of_stream:
             await replies.aclose()
-            return _failed(first.error) if first.error is not None else first.response
-        return _stream(first, replies, request, transport)
+            if first.error is not None:
+                return _failed(first.error, secrets)
+            return _scrub(first.response, secrets)
+        return _stream(first, replies, request, transport, secrets)
 
     return Tool.from_schema(name, description, parameters_schema(arguments), call)

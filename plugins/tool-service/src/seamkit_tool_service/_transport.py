@@ -81,6 +81,10 @@ class Inbox:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def __len__(self) -> int:
+        """How many replies wait to be taken."""
+        return len(self._items)
+
     async def get(self, timeout: float) -> bytes:
         """The next reply; raises `TimeoutError` after ``timeout`` seconds."""
         if not self._items:

@@ -1,0 +1,587 @@
+"""Tool services over NATS, end to end: a real ``nats-server`` on 127.0.0.1,
+real worker processes (``seamkit tool-service serve --transport nats``) in
+one queue group, called by an agent's ``tool-service`` tools; discovery of
+services announced with ``$SRV``; graceful shutdown with a call in flight;
+trace context in the NATS headers; and misbehaving responders written here
+with raw nats-py subscriptions.
+
+The NATS server and the long-lived services are started once for the module
+and always stopped; tests that stop a service or a server start their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import nats
+import pytest
+import seamkit
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from opentelemetry.sdk.trace import TracerProvider
+from seamkit.stream import ToolCompleted, ToolOutputDelta
+from seamkit.testing import ScriptedModel
+from seamkit_tool_service import DESCRIPTOR_KEY, Argument, ServiceDescriptor, encode_reply
+from seamkit_tool_service._tools import Connections, service_tool
+
+from tests.plugins.tool_services import ServiceProcess, free_port
+
+if TYPE_CHECKING:
+    from seamkit_tool_service._transport import Dropped
+
+    from tests.plugins.nats_server import NatsServer
+
+pytest_plugins = ["tests.plugins.nats_server"]
+
+SPECS = {
+    "echo": ("tests.plugins.services.basic:Echo", 2),
+    "streamer": ("tests.plugins.services.basic:Streamer", 1),
+    "trace-echo": ("tests.plugins.services.nats_extra:TraceEcho", 1),
+}
+"""The services every test may call: spec and worker count, by service id
+(each served on the subject ``tools.<id>``)."""
+
+ECHO_PARAMS = {"config_params": [{"name": "collection", "required": True}]}
+TEXT = ("text", "string", True)
+DELAY = ("delay", "number", False)
+
+# --- fixtures and helpers ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nats_url() -> Iterator[str]:
+    """One nats-server for the module: its URL."""
+    from tests.plugins.nats_server import NatsServer  # after pytest_plugins registered it
+
+    with NatsServer.start() as server:
+        yield server.url
+
+
+@pytest.fixture(scope="module")
+def served(
+    nats_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, ServiceProcess]]:
+    """Every service of `SPECS` served on the module's NATS server, by id."""
+    log_dir = tmp_path_factory.mktemp("nats-services")
+    with ThreadPoolExecutor(len(SPECS)) as pool:  # start them side by side
+        futures = {
+            key: pool.submit(
+                ServiceProcess.nats,
+                spec,
+                log_dir,
+                servers=nats_url,
+                subject=f"tools.{key}",
+                workers=workers,
+            )
+            for key, (spec, workers) in SPECS.items()
+        }
+    started = {k: f.result() for k, f in futures.items() if f.exception() is None}
+    try:
+        failed = [f.exception() for f in futures.values() if f.exception() is not None]
+        assert not failed, failed
+        yield started
+    finally:
+        for process in started.values():
+            process.stop()
+        assert all(process.leaked == [] for process in started.values())
+
+
+def service(service_id: str, url: str, subject: str = "", **fields: Any) -> dict[str, Any]:
+    """A nats service descriptor (subject ``tools.<id>`` unless given)."""
+    return {
+        "id": service_id,
+        "transport": "nats",
+        "servers": [url],
+        "subject": subject or f"tools.{service_id}",
+        **fields,
+    }
+
+
+def tool(name: str, service_id: str, *arguments: tuple[str, str, bool], **fields: Any) -> Any:
+    """A ``tool-service`` entry; ``arguments`` are (name, type, required)."""
+    return {
+        "kind": "tool-service",
+        "name": name,
+        "description": f"The {name} tool.",
+        "service": service_id,
+        "arguments": [{"name": n, "type": t, "required": r} for n, t, r in arguments],
+        **fields,
+    }
+
+
+def app(
+    services: list[dict[str, Any]], tools: list[dict[str, Any]], **section: Any
+) -> dict[str, Any]:
+    return {
+        "name": "nats-tools",
+        "model": "scripted:inline",
+        "tool_services": {"services": services, **section},
+        "tools": tools,
+    }
+
+
+def calls(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """One model turn calling each (name, arguments), ids c1, c2, ..."""
+    return {
+        "tool_calls": [
+            {"id": f"c{i}", "name": name, "arguments": json.dumps(arguments)}
+            for i, (name, arguments) in enumerate(calls, 1)
+        ]
+    }
+
+
+def results(result: seamkit.RunResult) -> dict[str, str]:
+    """The content of each tool result by call id."""
+    return {
+        m.tool_call_id or "": m.content
+        for m in result.transcript
+        if m.role == "tool" and isinstance(m.content, str)
+    }
+
+
+def run(manifest: dict[str, Any], *called: tuple[str, dict[str, Any]]) -> dict[str, str]:
+    """One run (as user ``ann``) calling ``called`` in one turn: the tool
+    results by call id; the run must complete whatever the tools did."""
+
+    async def go() -> seamkit.RunResult:
+        model = ScriptedModel([calls(*called), {"text": "done"}])
+        async with await seamkit.Agent.load(manifest, model=model) as agent:
+            return await agent.run("hi", context={"user": "ann"})
+
+    result = asyncio.run(go())
+    assert result.output == "done" and result.outcome.kind == "completed"
+    return results(result)
+
+
+def echo_app(url: str, subject: str = "", **fields: Any) -> dict[str, Any]:
+    """An agent with the tool ``echo`` (collection ``docs``) on ``subject``."""
+    return app(
+        [service("echo", url, subject, **ECHO_PARAMS, **fields)],
+        [tool("echo", "echo", TEXT, DELAY, collection="docs")],
+    )
+
+
+Handler = Callable[[Client, Msg], Awaitable[None]]
+
+
+@asynccontextmanager
+async def responder(url: str, subject: str, handler: Handler) -> AsyncIterator[Client]:
+    """A raw nats-py subscription on ``subject`` answering with ``handler``
+    (no `DynamicToolService`): a service that misbehaves on purpose."""
+    client = await nats.connect(url)
+    try:
+
+        async def on_request(msg: Msg) -> None:
+            await handler(client, msg)
+
+        await client.subscribe(subject, cb=on_request)
+        await client.flush()
+        yield client
+    finally:
+        await client.close()
+
+
+def call_id(msg: Msg) -> str:
+    found: str = json.loads(msg.data)["id"]
+    return found
+
+
+async def call(
+    url: str, subject: str, arguments: dict[str, Any] | None = None, **fields: Any
+) -> tuple[seamkit.ToolResult, Dropped]:
+    """Call the service on ``subject`` once through a tool of its own; the
+    result and the counts of replies its transport dropped."""
+    descriptor = ServiceDescriptor(
+        id="rogue", transport="nats", servers=[url], subject=subject, **fields
+    )
+    connections = Connections()
+    try:
+        made = service_tool(
+            descriptor,
+            connections,
+            name="rogue",
+            description="",
+            arguments=[Argument(name="q", type="integer", required=False)],
+            config={},
+        )
+        result = await made.call(arguments or {}, seamkit.ActionContext(user="ann"))
+        await asyncio.sleep(0.2)  # late replies arrive meanwhile
+        return result, connections.nats([url]).dropped
+    finally:
+        await connections.aclose()
+
+
+async def until(check: Callable[[], Awaitable[bool]], seconds: float = 10.0) -> None:
+    """Wait until ``check()`` holds (or fail after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    while not await check():
+        assert time.monotonic() < deadline, "the condition never held"
+        await asyncio.sleep(0.05)
+
+
+# --- calls through an agent ------------------------------------------------------
+
+
+def test_a_call_reaches_the_service_with_the_user_config_and_arguments(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    found = run(echo_app(nats_url), ("echo", {"text": "x"}))
+    reply = json.loads(found["c1"])
+    assert reply.pop("pid") in served["echo"].worker_pids()
+    assert reply == {"user": "ann", "config": {"collection": "docs"}, "arguments": {"text": "x"}}
+
+
+def test_concurrent_calls_are_shared_by_the_workers_and_each_gets_its_own_reply(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    async def go() -> list[seamkit.ToolResult]:
+        async with await seamkit.Agent.load(echo_app(nats_url), model=ScriptedModel([])) as agent:
+            echo = agent.tools["echo"]
+            return await asyncio.gather(
+                *(
+                    echo.call(
+                        {"text": f"text-{i}", "delay": 0.01},
+                        seamkit.ActionContext(user=f"user-{i}"),
+                    )
+                    for i in range(40)
+                )
+            )
+
+    replies = [json.loads(r.content) for r in asyncio.run(go())]
+    for i, reply in enumerate(replies):
+        assert reply["user"] == f"user-{i}"
+        assert reply["arguments"] == {"text": f"text-{i}", "delay": 0.01}
+    workers = served["echo"].worker_pids()
+    assert len(workers) == 2
+    assert {reply["pid"] for reply in replies} == set(workers)
+
+
+def test_no_worker_listening_is_unavailable_at_once(nats_url: str) -> None:
+    started = time.monotonic()
+    found = run(echo_app(nats_url, "tools.nobody", timeout_seconds=20), ("echo", {"text": "x"}))
+    assert time.monotonic() - started < 3
+    assert found["c1"].startswith("Error: Unavailable: no worker of tool service 'echo'")
+    assert "'tools.nobody'" in found["c1"]
+
+
+def test_a_nats_server_that_is_not_running_is_unavailable() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    started = time.monotonic()
+    found = run(echo_app(url, timeout_seconds=20), ("echo", {"text": "x"}))
+    assert time.monotonic() - started < 5
+    assert found["c1"].startswith(f"Error: Unavailable: cannot reach NATS at {url}")
+
+
+# --- discovery ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_discovered_service_brings_its_tools_and_takes_them_away(
+    nats_server: NatsServer, tmp_path: Path
+) -> None:
+    """On a server of its own: nothing else is announced there."""
+    manifest = {
+        "name": "discovering",
+        "model": "scripted:inline",
+        "tool_services": {
+            "discover": True,
+            "servers": [nats_server.url],
+            "discover_interval_seconds": 0.3,
+        },
+        "tools": [],
+    }
+    model = ScriptedModel(
+        [{"text": "no tools"}, calls(("echo", {"text": "found"})), {"text": "done"}]
+    )
+
+    async def go() -> None:
+        async with await seamkit.Agent.load(manifest, model=model) as agent:
+            before = await agent.run("hi", context={"user": "bob"})
+            assert before.output == "no tools" and list(agent.tools) == []
+
+            served = await asyncio.to_thread(
+                ServiceProcess.nats,
+                "tests.plugins.services.basic:Echo",
+                tmp_path,
+                servers=nats_server.url,
+                subject="tools.found",
+            )
+            with served:
+
+                async def has_echo() -> bool:
+                    await agent.refresh_tools()
+                    return "echo" in agent.tools
+
+                await until(has_echo)
+                assert list(agent.tools) == ["echo"]
+                result = await agent.run("hi", context={"user": "bob"})
+                assert result.output == "done"
+                reply = json.loads(results(result)["c1"])
+                assert reply["config"] == {"collection": "announced"}  # the announced value
+                assert reply["user"] == "bob" and reply["arguments"] == {"text": "found"}
+
+                # what the service announces: its descriptor under the $SRV metadata
+                client = await nats.connect(nats_server.url)
+                try:
+                    msg = await client.request("$SRV.INFO.echo", b"", timeout=2)
+                finally:
+                    await client.close()
+                info = json.loads(msg.data)
+                assert info["name"] == "echo"
+                announced = json.loads(info["metadata"][DESCRIPTOR_KEY])
+                descriptor = ServiceDescriptor.model_validate(
+                    {**announced, "servers": [nats_server.url]}
+                )
+                assert (descriptor.id, descriptor.transport, descriptor.subject) == (
+                    "echo",
+                    "nats",
+                    "tools.found",
+                )
+                assert [(p.name, p.required) for p in descriptor.config_params] == [
+                    ("collection", True)
+                ]
+                assert [t.name for t in descriptor.tools] == ["echo"]
+                assert descriptor.tools[0].config == {"collection": "announced"}
+
+                await asyncio.to_thread(served.stop)
+            assert served.leaked == []
+
+            async def lost_echo() -> bool:
+                await agent.refresh_tools()
+                return "echo" not in agent.tools
+
+            await until(lost_echo)
+            assert list(agent.tools) == []
+
+    asyncio.run(go())
+
+
+# --- graceful shutdown --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_call_in_flight_finish_and_leaves_no_worker(
+    nats_url: str, tmp_path: Path
+) -> None:
+    async def go() -> None:
+        served = await asyncio.to_thread(
+            ServiceProcess.nats,
+            "tests.plugins.services.basic:Echo",
+            tmp_path,
+            servers=nats_url,
+            subject="tools.draining",
+            workers=2,
+        )
+        with served:
+            workers = served.worker_pids()
+            manifest = echo_app(nats_url, "tools.draining", timeout_seconds=10)
+            async with await seamkit.Agent.load(manifest, model=ScriptedModel([])) as agent:
+                echo = agent.tools["echo"]
+                context = seamkit.ActionContext(user="ann")
+                started = time.monotonic()
+                slow = asyncio.ensure_future(echo.call({"text": "slow", "delay": 1.5}, context))
+                await asyncio.sleep(0.4)  # the request is with a worker by now
+                served.process.send_signal(signal.SIGTERM)
+                result = await slow
+                assert time.monotonic() - started >= 1.5
+                assert not result.is_error, result.content
+                reply = json.loads(result.content)
+                assert reply["arguments"] == {"text": "slow", "delay": 1.5}
+                assert reply["pid"] in workers
+
+                code = await asyncio.to_thread(served.process.wait, 15)
+                assert code == 0, served.output()
+                after = await echo.call({"text": "late"}, context)
+                assert after.content.startswith("Error: Unavailable: no worker")
+        assert served.leaked == []
+
+    asyncio.run(go())
+
+
+# --- trace context -------------------------------------------------------------------
+
+
+def test_trace_context_reaches_the_service_in_the_headers(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    tracer = TracerProvider().get_tracer("tests.tool-service-nats")
+    manifest = app([service("trace-echo", nats_url)], [tool("traced", "trace-echo", TEXT)])
+
+    async def go() -> tuple[str, dict[str, str], str]:
+        turn_a, turn_b = calls(("traced", {"text": "a"})), calls(("traced", {"text": "b"}))
+        model = ScriptedModel([turn_a, {"text": "done"}, turn_b, {"text": "done"}])
+        async with await seamkit.Agent.load(manifest, model=model) as agent:
+            with tracer.start_as_current_span("caller") as span:
+                inside = await agent.run("hi", context={"user": "ann"})
+            outside = await agent.run("hi", context={"user": "ann"})
+        trace_id = format(span.get_span_context().trace_id, "032x")
+        return trace_id, results(inside), results(outside)["c1"]
+
+    trace_id, inside, outside = asyncio.run(go())
+    assert trace_id != "0" * 32
+    reply = json.loads(inside["c1"])
+    assert reply["trace_id"] == trace_id
+    assert reply["arguments"] == {"text": "a"}
+    assert json.loads(outside)["trace_id"] == "0" * 32  # no context: none leaks over
+
+
+def test_the_envelope_has_exactly_its_four_fields_and_no_trace_context(nats_url: str) -> None:
+    tracer = TracerProvider().get_tracer("tests.tool-service-nats")
+    seen: list[Msg] = []
+
+    async def record(client: Client, msg: Msg) -> None:
+        seen.append(msg)
+        await client.publish(msg.reply, encode_reply(call_id(msg), "ok"))
+
+    async def go() -> tuple[str, seamkit.ToolResult]:
+        async with responder(nats_url, "tools.raw", record):
+            with tracer.start_as_current_span("caller") as span:
+                result, _ = await call(nats_url, "tools.raw", {"q": 1})
+        return format(span.get_span_context().trace_id, "032x"), result
+
+    trace_id, result = asyncio.run(go())
+    assert result.content == "ok"
+    [msg] = seen
+    envelope = json.loads(msg.data)
+    assert set(envelope) == {"id", "user", "config", "arguments"}
+    assert envelope["user"] == "ann"
+    assert json.loads(envelope["arguments"]) == {"q": 1}
+    assert json.loads(envelope["config"]) == {}
+    assert msg.headers is not None
+    assert msg.headers["traceparent"].split("-")[1] == trace_id
+    assert trace_id.encode() not in msg.data
+
+
+# --- misbehaving responders ---------------------------------------------------------
+
+
+async def answer(raw: bytes | Callable[[Msg], bytes], url: str, subject: str) -> str:
+    """What a tool gets from a responder on ``subject`` that answers ``raw``."""
+
+    async def reply(client: Client, msg: Msg) -> None:
+        await client.publish(msg.reply, raw(msg) if callable(raw) else raw)
+
+    async with responder(url, subject, reply):
+        result, _ = await call(url, subject)
+    assert result.is_error
+    return result.content
+
+
+def test_a_malformed_json_reply_is_a_bad_reply(nats_url: str) -> None:
+    content = asyncio.run(answer(b'{"id": "x", "resp', nats_url, "tools.rogue.json"))
+    assert content.startswith("Error: BadReply: tool service 'rogue' sent a malformed reply")
+    assert "not JSON" in content
+
+
+def test_a_reply_without_an_id_is_a_bad_reply(nats_url: str) -> None:
+    no_id = json.dumps({"error": None, "response": "x", "end_of_stream": True}).encode()
+    content = asyncio.run(answer(no_id, nats_url, "tools.rogue.noid"))
+    assert content.startswith("Error: BadReply:") and "has no 'id'" in content
+
+
+def test_a_stream_that_stops_without_end_of_stream_times_out_per_message(
+    nats_url: str,
+) -> None:
+    def first_chunk(msg: Msg) -> bytes:
+        return encode_reply(call_id(msg), "partial ", end_of_stream=False)
+
+    async def go() -> str:
+        async def reply(client: Client, msg: Msg) -> None:
+            await client.publish(msg.reply, first_chunk(msg))
+
+        async with responder(nats_url, "tools.rogue.stall", reply):
+            result, _ = await call(
+                nats_url,
+                "tools.rogue.stall",
+                timeout_seconds=20,
+                message_timeout_seconds=0.4,
+            )
+        assert result.is_error
+        return result.content
+
+    started = time.monotonic()
+    content = asyncio.run(go())
+    assert time.monotonic() - started < 5  # the message time-out, not the deadline
+    assert content == "Error: Timeout: tool service 'rogue' sent nothing for 0.4s"
+
+
+def test_stray_and_duplicate_replies_are_dropped_and_counted(nats_url: str) -> None:
+    async def dirty(client: Client, msg: Msg) -> None:
+        assert msg.reply
+        own = call_id(msg)
+        inbox = msg.reply.rsplit(".", 1)[0]
+        await client.publish(f"{inbox}.made-up", encode_reply("made-up", "stray"))  # no call's
+        await client.publish(msg.reply, encode_reply(own + "-other", "wrong"))  # wrong id
+        await client.publish(msg.reply, encode_reply(own, "right"))
+        await client.publish(msg.reply, encode_reply(own, "again"))  # at once
+        await asyncio.sleep(0.05)
+        await client.publish(msg.reply, encode_reply(own, "late"))  # after the call ended
+
+    async def go() -> tuple[seamkit.ToolResult, Dropped]:
+        async with responder(nats_url, "tools.rogue.dirty", dirty):
+            return await call(nats_url, "tools.rogue.dirty")
+
+    result, dropped = asyncio.run(go())
+    assert (result.content, result.is_error) == ("right", False)
+    assert (dropped.stray, dropped.duplicate) == (2, 2)
+
+
+def test_the_right_reply_wins_over_a_wrong_id_and_a_second_answer(nats_url: str) -> None:
+    async def twice(client: Client, msg: Msg) -> None:
+        own = call_id(msg)
+        await client.publish(msg.reply, encode_reply("not-" + own, "wrong"))
+        await client.publish(msg.reply, encode_reply(own, "first"))
+        await client.publish(msg.reply, encode_reply(own, "second"))
+
+    async def go() -> list[str]:
+        async with responder(nats_url, "tools.rogue.twice", twice):
+            manifest = app(
+                [service("twice", nats_url, "tools.rogue.twice")], [tool("twice", "twice")]
+            )
+            model = ScriptedModel([calls(("twice", {}), ("twice", {})), {"text": "done"}])
+            async with await seamkit.Agent.load(manifest, model=model) as agent:
+                result = await agent.run("hi")
+        assert result.outcome.kind == "completed"
+        return sorted(results(result).values())
+
+    assert asyncio.run(go()) == ["first", "first"]
+
+
+# --- streaming ------------------------------------------------------------------------
+
+
+def test_a_streamed_reply_surfaces_each_chunk_live_and_joins_them(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    manifest = app(
+        [service("streamer", nats_url)],
+        [tool("stream", "streamer", ("count", "integer", True), ("pause", "number", True))],
+    )
+
+    async def go() -> tuple[list[tuple[float, str]], float, str]:
+        model = ScriptedModel([calls(("stream", {"count": 3, "pause": 0.3})), {"text": "done"}])
+        deltas: list[tuple[float, str]] = []
+        completed: list[tuple[float, str]] = []
+        async with await seamkit.Agent.load(manifest, model=model) as agent:
+            async for event in agent.stream("hi"):
+                if isinstance(event, ToolOutputDelta):
+                    deltas.append((time.monotonic(), event.text))
+                elif isinstance(event, ToolCompleted):
+                    completed.append((time.monotonic(), event.result.content))
+        [(ended, content)] = completed
+        return deltas, ended, content
+
+    deltas, ended, content = asyncio.run(go())
+    assert [text for _, text in deltas] == ["0 ", "1 ", "2 "]
+    assert content == "0 1 2 "
+    # live: each chunk came when the service sent it, not all at the end
+    assert deltas[1][0] - deltas[0][0] > 0.15 and deltas[2][0] - deltas[1][0] > 0.15
+    assert ended - deltas[0][0] > 0.4

@@ -527,6 +527,20 @@ def test_a_secret_config_value_reaches_the_service_and_nothing_else(
             assert "ok" in done.stdout + done.stderr
 
 
+def test_a_secret_a_service_echoes_back_is_masked_in_the_result(
+    served: dict[str, str], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("ECHO_KEY", CANARY)
+    manifest = app(
+        [service("echo", served["echo"], **ECHO_PARAMS)],
+        [tool("echo", "echo", TEXT, collection="${secret:ECHO_KEY}")],
+    )
+    result = run(manifest, [("echo", {"text": "x"})], user="ann")
+    answer = json.loads(results(result)["c1"])
+    assert answer["config"] == {"collection": "***"}  # the service got it, and said it back
+    assert CANARY not in result.model_dump_json() and CANARY not in caplog.text
+
+
 @pytest.mark.parametrize(
     ("spec", "words"),
     [

@@ -27,6 +27,7 @@ import seamkit
 import seamkit_tool_service as ts
 import uvicorn
 from hypothesis import given, strategies as st
+from opentelemetry.sdk.trace import TracerProvider
 from seamkit.stream import ToolCompleted, ToolOutputDelta
 from seamkit.testing import ScriptedModel
 from seamkit.testing.strategies import json_values
@@ -42,6 +43,7 @@ SPECS = {
     "raiser": "tests.plugins.services.basic:Raiser",
     "counter": "tests.plugins.services.http_extra:Counter",
     "keycheck": "tests.plugins.services.http_extra:KeyCheck",
+    "trace-echo": "tests.plugins.services.nats_extra:TraceEcho",
 }
 
 # --- the wire envelope ---------------------------------------------------------
@@ -525,6 +527,22 @@ def test_a_secret_config_value_reaches_the_service_and_nothing_else(
         assert CANARY not in done.stdout + done.stderr, command
         if command[0] == "run":
             assert "ok" in done.stdout + done.stderr
+
+
+def test_trace_context_reaches_the_service_in_http_headers(served: dict[str, str]) -> None:
+    tracer = TracerProvider().get_tracer("tests.tool-service-http")
+    manifest = app([service("trace-echo", served["trace-echo"])], [tool("t", "trace-echo", TEXT)])
+
+    async def go() -> tuple[str, str]:
+        async with await seamkit.Agent.load(
+            manifest, model=script([("t", {"text": "a"})])
+        ) as agent:
+            with tracer.start_as_current_span("caller") as span:
+                result = await agent.run("hi", context={"user": "ann"})
+        return format(span.get_span_context().trace_id, "032x"), results(result)["c1"]
+
+    trace_id, content = asyncio.run(go())
+    assert trace_id != "0" * 32 and json.loads(content)["trace_id"] == trace_id
 
 
 def test_a_secret_a_service_echoes_back_is_masked_in_the_result(

@@ -121,3 +121,18 @@ def test_the_serve_targets_are_measured_and_no_request_or_message_is_lost() -> N
     assert counted["sqlite/sent"] == counted["sqlite/answered"] > 0
     assert counted["sqlite/messages"] == counted["sqlite/stored"] > 0
     assert res["problems"] == []
+
+
+def test_the_tool_service_targets_are_measured_and_no_reply_is_dropped() -> None:
+    """The tool-service benchmark's three targets each have a figure; every
+    reply is checked while measuring, and a dropped reply is a count, so the
+    quick run checks it too."""
+    res, _ = _quick("bench_tool_service")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {
+        "nats/sequential/added",
+        "nats/64_in_flight/seamkit",
+        "http/sequential/seamkit",
+    }
+    assert res["dropped"] == {"stray": 0, "duplicate": 0}
+    assert res["problems"] == []

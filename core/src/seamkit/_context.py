@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ._secret import Secret
+from ._secret import Secret, secret_texts
 
 __all__ = ["ActionContext", "HookContext", "Scratchpad", "system_clock"]
 
@@ -27,7 +27,7 @@ class ActionContext(Mapping[str, Any]):
     them into a tool.
     """
 
-    __slots__ = ("_context_id", "_props")
+    __slots__ = ("_context_id", "_props", "_secrets")
 
     def __init__(
         self,
@@ -38,6 +38,15 @@ class ActionContext(Mapping[str, Any]):
     ) -> None:
         self._props: dict[str, Any] = {**(properties or {}), **more}
         self._context_id = context_id or uuid.uuid4().hex
+        self._secrets: tuple[str, ...] | None = None
+
+    @property
+    def secret_texts(self) -> tuple[str, ...]:
+        """The plain text of every `Secret` among the properties (found once),
+        for masking them in what a tool or service says back."""
+        if self._secrets is None:
+            self._secrets = tuple(secret_texts(self._props))
+        return self._secrets
 
     @property
     def context_id(self) -> str:

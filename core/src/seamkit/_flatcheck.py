@@ -12,6 +12,7 @@ jsonschema even for ``integer``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,7 +33,7 @@ def _is_integer(value: object) -> bool:
 
 
 def _is_number(value: object) -> bool:
-    return type(value) is int or type(value) is float
+    return type(value) is int or (type(value) is float and math.isfinite(value))
 
 
 def _is_boolean(value: object) -> bool:
@@ -51,6 +52,8 @@ def _is_null(value: object) -> bool:
     return value is None
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
 _TYPES: dict[str, Callable[[object], bool]] = {
     "string": _is_string,
     "integer": _is_integer,
@@ -62,9 +65,12 @@ _TYPES: dict[str, Callable[[object], bool]] = {
 }
 
 
-def flat_check(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
-    """A predicate that is True only for arguments that satisfy ``schema``,
-    or ``None`` when the schema is not a flat object of typed properties."""
+def flat_check(schema: Mapping[str, Any]) -> Callable[[Any, bool], bool] | None:
+    """A predicate ``satisfied(data, raw)`` that is True only for arguments
+    that satisfy ``schema``, or ``None`` when the schema is not a flat object
+    of typed properties. With ``raw`` the data has not been through JSON yet:
+    only JSON scalars (finite floats) pass, and objects and arrays are left
+    to the slow path, which converts them."""
     if schema.get("type", "object") != "object" or not set(schema) <= _TOP_KEYS:
         return None
     properties = schema.get("properties", {})
@@ -86,13 +92,15 @@ def flat_check(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     needed = tuple(required)
     closed = not extra
 
-    def satisfied(data: Any) -> bool:
+    def satisfied(data: Any, raw: bool) -> bool:
         if type(data) is not dict:
             return False
         for name in needed:
             if name not in data:
                 return False
         for name, value in data.items():
+            if raw and type(value) not in _SCALARS:
+                return False
             check = checks.get(name)
             if check is None:
                 if closed:

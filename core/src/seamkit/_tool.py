@@ -577,11 +577,13 @@ class _SchemaTool(Tool):
             raise self._invalid(
                 [f"arguments must be a JSON object, not {type(arguments).__name__}"]
             )
+        if self._fast is not None and type(arguments) is dict and self._fast(arguments, True):
+            return dict(arguments)  # plain JSON scalars that fit: nothing to convert or word
         try:
             data = json.loads(to_json(arguments, fallback=functools.partial(_unwrap, hidden)))
         except Exception as exc:  # not JSON at all (a hook rewrote them with objects)
             raise self._invalid([str(exc)]) from None
-        if self._fast is not None and self._fast(data):
+        if self._fast is not None and self._fast(data, False):
             return dict(data)
         errors = sorted(self._validator.iter_errors(data), key=lambda e: list(e.path))
         if errors:

@@ -37,7 +37,7 @@ class Request:
     arguments: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
     """One reply message: a chunk of the response, or the error, and whether
     it is the last."""

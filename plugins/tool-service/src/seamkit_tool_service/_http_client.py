@@ -10,7 +10,7 @@ from collections.abc import AsyncGenerator
 import httpx
 
 from ._errors import ToolServiceError
-from ._transport import Call, Dropped
+from ._transport import Call, Dropped, Replies
 
 __all__ = ["HttpTransport"]
 
@@ -29,8 +29,11 @@ class HttpTransport:
         )
         self.dropped = Dropped()
 
-    async def exchange(self, call: Call) -> AsyncGenerator[bytes, None]:
-        """POST the request and yield the reply's envelopes."""
+    async def exchange(self, call: Call) -> Replies:
+        """POST the request; its replies are the response's envelopes."""
+        return self._replies(call)
+
+    async def _replies(self, call: Call) -> AsyncGenerator[bytes, None]:
         service, deadline, message_timeout = call.service, call.deadline, call.message_timeout
         url = service.url or ""
         loop = asyncio.get_running_loop()

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._errors import ToolServiceError
-from ._transport import NO_RESPONDERS, Call, Dropped, Inbox
+from ._transport import NO_RESPONDERS, Call, Dropped, Inbox, Replies
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -105,40 +105,30 @@ class NatsTransport:
         else:
             inbox.put(msg.data)
 
-    async def exchange(self, call: Call) -> AsyncGenerator[bytes, None]:
-        """Publish the request with the call's own reply subject and yield
-        what comes back on it."""
-        service, call_id, deadline = call.service, call.call_id, call.deadline
+    async def exchange(self, call: Call) -> Replies:
+        """Publish the request with the call's own reply subject; its replies
+        come to that subject."""
         client, prefix = await self._connected()
-        subject = service.subject or ""
-        inbox = self._inboxes[call_id] = Inbox()
-        loop = asyncio.get_running_loop()
+        inbox = self._inboxes[call.call_id] = Inbox()
+        headers = dict(call.headers) if call.headers else None
         try:
-            headers = dict(call.headers) or None
-            reply = f"{prefix}.{call_id}"
-            await client.publish(subject, call.payload, reply=reply, headers=headers)
-            while True:
-                remaining = deadline - loop.time()
-                wait = min(call.message_timeout, remaining)
-                if wait <= 0:
-                    raise call.timed_out(overall=True)
-                try:
-                    data = await inbox.get(wait)
-                except TimeoutError:
-                    raise call.timed_out(overall=remaining <= call.message_timeout) from None
-                if data is NO_RESPONDERS:
-                    raise ToolServiceError(
-                        "Unavailable",
-                        f"no worker of tool service '{service.id}' listens on subject '{subject}'",
-                        service=service.id,
-                        hint="start one: seamkit tool-service serve module:Class "
-                        f"--transport nats --subject {subject}",
-                    )
-                yield data
-        finally:
-            # replies that came after the last one the caller took (a worker
-            # answering twice at once) are duplicates too
-            self.dropped.duplicate += len(self._inboxes.pop(call_id))
+            reply = f"{prefix}.{call.call_id}"
+            await client.publish(
+                call.service.subject or "", call.payload, reply=reply, headers=headers
+            )
+        except BaseException:
+            self.release(call.call_id)
+            raise
+        return _NatsReplies(self, call, inbox)
+
+    def release(self, call_id: str) -> None:
+        """Stop routing replies to ``call_id`` (those still waiting count as
+        duplicates)."""
+        # replies that came after the last one the caller took (a worker
+        # answering twice at once) are duplicates too
+        inbox = self._inboxes.pop(call_id, None)
+        if inbox is not None:
+            self.dropped.duplicate += len(inbox)
             self.dropped.ended(call_id)
 
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:
@@ -169,3 +159,47 @@ class NatsTransport:
         client, self._client = self._client, None
         if client is not None and not client.is_closed:
             await client.close()
+
+
+class _NatsReplies:
+    """The replies of one NATS call, as they come to its inbox."""
+
+    __slots__ = ("_call", "_closed", "_inbox", "_transport")
+
+    def __init__(self, transport: NatsTransport, call: Call, inbox: Inbox) -> None:
+        self._transport = transport
+        self._call = call
+        self._inbox = inbox
+        self._closed = False
+
+    def __aiter__(self) -> _NatsReplies:
+        return self
+
+    async def __anext__(self) -> bytes:
+        call = self._call
+        if self._closed:
+            raise StopAsyncIteration
+        remaining = call.deadline - asyncio.get_running_loop().time()
+        wait = min(call.message_timeout, remaining)
+        if wait <= 0:
+            raise call.timed_out(overall=True)
+        try:
+            data = await self._inbox.get(wait)
+        except TimeoutError:
+            raise call.timed_out(overall=remaining <= call.message_timeout) from None
+        if data is NO_RESPONDERS:
+            service, subject = call.service, call.service.subject
+            raise ToolServiceError(
+                "Unavailable",
+                f"no worker of tool service '{service.id}' listens on subject '{subject}'",
+                service=service.id,
+                hint="start one: seamkit tool-service serve module:Class "
+                f"--transport nats --subject {subject}",
+            )
+        return data
+
+    async def aclose(self) -> None:
+        """Stop listening for the call's replies (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._transport.release(self._call.call_id)

@@ -15,7 +15,7 @@ import itertools
 import json
 import secrets
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from seamkit import ActionContext, Secret, Tool, ToolResult, redact
@@ -27,7 +27,7 @@ from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
 from ._trace import outgoing
-from ._transport import Call, Transport
+from ._transport import Call, Replies, Transport
 
 __all__ = ["USER_PROPERTY", "Connections", "service_tool"]
 
@@ -58,32 +58,45 @@ class Connections:
         self._by_loop: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, dict[tuple[str, ...], Transport]
         ] = weakref.WeakKeyDictionary()
+        self._last: tuple[asyncio.AbstractEventLoop | None, dict[tuple[str, ...], Transport]] = (
+            None,
+            {},
+        )
 
-    def _get(self, key: tuple[str, ...], make: type[HttpTransport] | None = None) -> Transport:
-        table = self._by_loop.get(loop := asyncio.get_running_loop())
-        if table is None:
-            table = self._by_loop[loop] = {}
+    @staticmethod
+    def key(service: ServiceDescriptor) -> tuple[str, ...]:
+        """What tells transports apart: HTTP, or NATS on a server list."""
+        return ("nats", *service.servers) if service.transport == "nats" else ("http",)
+
+    def get(self, key: tuple[str, ...]) -> Transport:
+        """The transport ``key`` names, for the running loop."""
+        loop = asyncio.get_running_loop()
+        last_loop, table = self._last
+        if last_loop is not loop:
+            table = self._by_loop.get(loop) or self._by_loop.setdefault(loop, {})
+            self._last = (loop, table)
         found = table.get(key)
         if found is None:
-            found = table[key] = HttpTransport() if make is not None else NatsTransport(key[1:])
+            found = table[key] = NatsTransport(key[1:]) if key[0] == "nats" else HttpTransport()
         return found
 
     def transport(self, service: ServiceDescriptor) -> Transport:
         """The transport that reaches ``service`` from the running loop."""
-        if service.transport == "nats":
-            return self._get(("nats", *service.servers))
-        return self._get(("http",), HttpTransport)
+        return self.get(self.key(service))
 
     def nats(self, servers: Sequence[str]) -> NatsTransport:
         """The NATS transport on ``servers`` from the running loop."""
-        found = self._get(("nats", *servers))
+        found = self.get(("nats", *servers))
         assert isinstance(found, NatsTransport)
         return found
 
     async def aclose(self) -> None:
         """Close the transports of the running loop (those of loops that
         ended went with them)."""
-        table = self._by_loop.pop(asyncio.get_running_loop(), {})
+        loop = asyncio.get_running_loop()
+        table = self._by_loop.pop(loop, {})
+        if self._last[0] is loop:
+            self._last = (None, {})
         for transport in table.values():
             await transport.aclose()
 
@@ -100,9 +113,7 @@ def _scrub(text: str, secrets: Sequence[str]) -> str:
     return redact(text, secrets) if secrets else text
 
 
-async def _next_reply(
-    replies: AsyncGenerator[bytes, None], call: Call, transport: Transport
-) -> Reply:
+async def _next_reply(replies: Replies, call: Call, transport: Transport) -> Reply:
     """The next reply that is this call's (others are dropped and counted)."""
     strays = 0
     while True:
@@ -134,7 +145,7 @@ async def _next_reply(
 
 async def _stream(
     first: Reply,
-    replies: AsyncGenerator[bytes, None],
+    replies: Replies,
     call: Call,
     transport: Transport,
     secrets: Sequence[str],
@@ -173,23 +184,27 @@ def service_tool(
     """A tool that calls ``service`` with ``config`` (the tool's config
     values) and the model's arguments, which ``arguments`` describe."""
     config_text = _dumps(_plain(config))
-    config_secrets = secret_texts(config)
+    config_secrets = tuple(secret_texts(config))
     total = timeout_seconds or service.timeout_seconds
     message_timeout = min(service.message_timeout, total)
+    key = Connections.key(service)
 
     async def call(values: dict[str, Any], ctx: ActionContext) -> Any:
         user = ctx.get(USER_PROPERTY, "")
         if isinstance(user, Secret):
             user = user.get_secret_value()
-        secrets = [*config_secrets, *secret_texts(ctx)] if ctx else config_secrets
+        secrets = config_secrets + ctx.secret_texts if ctx else config_secrets
         call_id = f"{_prefix}{next(_counter):x}"
         payload = encode_request(call_id, str(user), config_text, _dumps(values))
-        transport = connections.transport(service)
+        transport = connections.get(key)
         started = asyncio.get_running_loop().time()
         request = Call(
             service, call_id, payload, outgoing(), started + total, total, message_timeout
         )
-        replies = transport.exchange(request)
+        try:
+            replies = await transport.exchange(request)
+        except ToolServiceError as exc:
+            return _failed(exc, secrets)
         try:
             first = await _next_reply(replies, request, transport)
         except ToolServiceError as exc:

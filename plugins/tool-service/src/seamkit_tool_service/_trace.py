@@ -6,6 +6,7 @@ both are no-ops, and nothing is imported."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 from collections.abc import Iterator, Mapping
 
@@ -14,14 +15,19 @@ __all__ = ["incoming", "outgoing"]
 _OTEL = importlib.util.find_spec("opentelemetry") is not None
 
 
-def outgoing() -> dict[str, str]:
-    """The headers that carry the current trace context (empty without one)."""
-    if not _OTEL:
-        return {}
-    from opentelemetry.propagate import inject  # lazy: only when OpenTelemetry is installed
+_NONE: dict[str, str] = {}
 
+
+def outgoing() -> dict[str, str]:
+    """The headers that carry the current trace context (empty, and not to be
+    changed, when there is no current span)."""
+    if not _OTEL:
+        return _NONE
+    api = _otel()
+    if not api.current_span().get_span_context().is_valid:
+        return _NONE
     carrier: dict[str, str] = {}
-    inject(carrier)
+    api.inject(carrier)
     return carrier
 
 
@@ -39,3 +45,19 @@ def incoming(headers: Mapping[str, str] | None) -> Iterator[None]:
         yield
     finally:
         detach(token)
+
+
+class _Api:
+    """The OpenTelemetry functions used here, imported once."""
+
+    def __init__(self) -> None:
+        from opentelemetry.propagate import inject  # lazy: only with OpenTelemetry installed
+        from opentelemetry.trace import get_current_span
+
+        self.inject = inject
+        self.current_span = get_current_span
+
+
+@functools.cache
+def _otel() -> _Api:
+    return _Api()

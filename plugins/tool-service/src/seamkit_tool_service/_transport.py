@@ -6,25 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict, deque
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from ._config import ServiceDescriptor
 from ._errors import ToolServiceError
 
-__all__ = ["NO_RESPONDERS", "Call", "Dropped", "Inbox", "Transport", "timed_out"]
+__all__ = ["NO_RESPONDERS", "Call", "Dropped", "Inbox", "Replies", "Transport", "timed_out"]
 
 NO_RESPONDERS = b"\x00no-responders"
 """Put into an inbox when NATS says no worker listens on the subject."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call:
-    """One request on its way: to which service, its id and encoded
-    envelope, the headers (trace context), and its time limits: ``deadline``
-    in loop time (``timeout`` seconds after it started) and the longest wait
-    for each message."""
+    """One request on its way (read-only once made): to which service, its id
+    and encoded envelope, the headers (trace context), and its time limits:
+    ``deadline`` in loop time (``timeout`` seconds after it started) and the
+    longest wait for each message."""
 
     service: ServiceDescriptor
     call_id: str
@@ -121,15 +121,29 @@ def timed_out(service: ServiceDescriptor, waited: float, *, overall: bool) -> To
     )
 
 
+class Replies(Protocol):
+    """The raw reply messages of one call, in order: ``await anext(replies)``
+    until the caller has what it needs, then ``await replies.aclose()``."""
+
+    def __anext__(self) -> Awaitable[bytes]:
+        """The next message. Raises `ToolServiceError` for a time-out or an
+        unreachable service, `StopAsyncIteration` when no more can come."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop listening for this call's replies."""
+        ...
+
+
 class Transport(Protocol):
-    """How a client reaches services: sends one request and yields the raw
-    reply messages for it until the caller stops asking."""
+    """How a client reaches services: sends one request and gives the raw
+    reply messages for it."""
 
     dropped: Dropped
 
-    def exchange(self, call: Call) -> AsyncGenerator[bytes, None]:
-        """Send the call's request and yield each reply message (raw bytes).
-        Raises `ToolServiceError` for a time-out or an unreachable service."""
+    async def exchange(self, call: Call) -> Replies:
+        """Send the call's request. Raises `ToolServiceError` for a service
+        that cannot be reached."""
         ...
 
     async def aclose(self) -> None:

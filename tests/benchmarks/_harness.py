@@ -96,7 +96,7 @@ def print_table(res: Mapping[str, Any]) -> None:
     print(f"{res['benchmark']}: {verdict(res)} (median of {res['figures'][0]['n']} each)")
 
 
-def print_rows(rows: list[tuple[str, ...]]) -> None:
+def print_rows(rows: Sequence[tuple[str, ...]]) -> None:
     """Print rows of text as aligned columns; the first row is the header."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for i, r in enumerate(rows):

@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import seamkit
+import seamkit_tool_service
 from seamkit.testing import ScriptedModel
 
 from tests.benchmarks._harness import figure, print_figures, result, verdict
@@ -361,15 +362,7 @@ async def measure(nats_url: str, worker: int, http_url: str, counts: dict[str, i
 
 def _dropped(agent: seamkit.Agent) -> dict[str, int]:
     """The replies the agent's transports dropped (stray, duplicate), summed."""
-    from seamkit_tool_service._kind import _CONNECTIONS
-
-    out = {"stray": 0, "duplicate": 0}
-    for connections in list(_CONNECTIONS.values()):
-        table = connections._by_loop.get(asyncio.get_running_loop(), {})
-        for transport in table.values():
-            out["stray"] += transport.dropped.stray
-            out["duplicate"] += transport.dropped.duplicate
-    return out
+    return seamkit_tool_service.dropped_replies(agent)
 
 
 @contextmanager

@@ -426,14 +426,9 @@ def call_rogue(rogue: str, path: str, **fields: Any) -> tuple[str, int]:
     manifest = app([descriptor], [tool("rogue", "rogue")])
 
     async def go() -> tuple[str, int]:
-        from seamkit_tool_service._kind import _CONNECTIONS  # the transport's count
-
         async with await seamkit.Agent.load(manifest, model=script([("rogue", {})])) as agent:
             result = await agent.run("hi")
-            transport = _CONNECTIONS[agent.exit_stack].transport(
-                ts.ServiceDescriptor.model_validate(descriptor)
-            )
-            return results(result)["c1"], transport.dropped.stray
+            return results(result)["c1"], ts.dropped_replies(agent)["stray"]
 
     return asyncio.run(go())
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         encode_request as encode_request,
     )
     from ._errors import EnvelopeError as EnvelopeError, ToolServiceError as ToolServiceError
+    from ._kind import dropped_replies as dropped_replies
     from ._service import DynamicToolService as DynamicToolService
     from ._tools import USER_PROPERTY as USER_PROPERTY
 
@@ -56,6 +57,7 @@ _LAZY = {
     "ToolServicesConfig": "._config",
     "USER_PROPERTY": "._tools",
     "decode_reply": "._envelope",
+    "dropped_replies": "._kind",
     "decode_request": "._envelope",
     "encode_reply": "._envelope",
     "encode_request": "._envelope",

@@ -11,14 +11,14 @@ import weakref
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 
-from seamkit import SeamkitError, Tool, ToolSource
+from seamkit import Agent, SeamkitError, Tool, ToolSource
 from seamkit.plugins import BuildContext
 
 from ._config import ToolServiceConfig, ToolServicesConfig, check_tool
 from ._discovery import Discovered
 from ._tools import Connections, service_tool
 
-__all__ = ["resolve_section", "resolve_tool"]
+__all__ = ["dropped_replies", "resolve_section", "resolve_tool"]
 
 _CONNECTIONS: weakref.WeakKeyDictionary[AsyncExitStack, Connections] = weakref.WeakKeyDictionary()
 
@@ -30,6 +30,14 @@ def _connections(build: BuildContext) -> Connections:
         found = _CONNECTIONS[build.exit_stack] = Connections()
         build.exit_stack.push_async_callback(found.aclose)
     return found
+
+
+def dropped_replies(agent: Agent) -> dict[str, int]:
+    """How many replies the tool-service transports of ``agent`` dropped:
+    ``stray`` ones no call of theirs asked for (or carrying another call's
+    id) and ``duplicate`` ones for a call that had its answer."""
+    connections = _CONNECTIONS.get(agent.exit_stack)
+    return connections.dropped() if connections else {"stray": 0, "duplicate": 0}
 
 
 def _section(build: BuildContext) -> ToolServicesConfig:

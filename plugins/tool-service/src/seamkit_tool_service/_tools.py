@@ -90,6 +90,15 @@ class Connections:
         assert isinstance(found, NatsTransport)
         return found
 
+    def dropped(self) -> dict[str, int]:
+        """The replies its transports dropped: ``stray`` and ``duplicate``."""
+        out = {"stray": 0, "duplicate": 0}
+        for table in list(self._by_loop.values()):
+            for transport in table.values():
+                out["stray"] += transport.dropped.stray
+                out["duplicate"] += transport.dropped.duplicate
+        return out
+
     async def aclose(self) -> None:
         """Close the transports of the running loop (those of loops that
         ended went with them)."""

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -343,6 +344,29 @@ def test_a_slow_service_times_out_at_the_tools_deadline(served: dict[str, str]) 
     result = run(manifest, [("slow", {"delay": 2})])
     assert time.monotonic() - started < 1.8
     assert results(result)["c1"] == "Error: Timeout: tool service 'echo' did not finish within 0.4s"
+
+
+@pytest.mark.slow
+def test_sigterm_lets_the_http_call_in_flight_finish_with_two_workers(tmp_path: Path) -> None:
+    served = ServiceProcess.http("tests.plugins.services.basic:Echo", tmp_path, workers=2)
+    manifest = app(
+        [service("echo", served.url, **ECHO_PARAMS)],
+        [tool("echo", "echo", TEXT, ("delay", "number", False), collection="docs")],
+    )
+
+    async def go() -> seamkit.ToolResult:
+        async with await seamkit.Agent.load(manifest, model=script()) as agent:
+            call = agent.tools["echo"].call({"text": "slow", "delay": 1.5})
+            slow = asyncio.ensure_future(call)
+            await asyncio.sleep(0.5)  # the request is with a worker by now
+            served.process.send_signal(signal.SIGTERM)
+            return await slow
+
+    with served:
+        result = asyncio.run(go())
+        assert not result.is_error, result.content
+        assert json.loads(result.content)["arguments"] == {"text": "slow", "delay": 1.5}
+        assert served.process.wait(15) in (0, -signal.SIGTERM), served.output()
 
 
 # --- misbehaving services --------------------------------------------------------

@@ -135,15 +135,20 @@ def _check(data: bytes, call_id: str) -> None:
         raise RuntimeError(f"unexpected reply to {call_id}: {data!r}")
 
 
+def _envelope(call_id: str) -> bytes:
+    """The request envelope, encoded by hand as a client without seamkit would."""
+    return json.dumps(
+        {"id": call_id, "user": USER, "config": CONFIG_TEXT, "arguments": json.dumps(ARGS)}
+    ).encode()
+
+
 def nats_floor(nc: Any, subject: str) -> Client:
     """The hand-written nats-py client."""
     ids = _ids()
 
     async def call() -> None:
         call_id = next(ids)
-        payload = json.dumps(
-            {"id": call_id, "user": USER, "config": CONFIG_TEXT, "arguments": json.dumps(ARGS)}
-        ).encode()
+        payload = _envelope(call_id)
         msg = await nc.request(subject, payload, timeout=TIMEOUT)
         _check(msg.data, call_id)
 
@@ -182,9 +187,7 @@ def httpx_floor(client: Any, url: str) -> Client:
 
     async def call() -> None:
         call_id = next(ids)
-        payload = json.dumps(
-            {"id": call_id, "user": USER, "config": CONFIG_TEXT, "arguments": json.dumps(ARGS)}
-        ).encode()
+        payload = _envelope(call_id)
         response = await client.post(url, content=payload)
         if response.status_code != 200:
             raise RuntimeError(f"HTTP {response.status_code}: {response.text[:200]}")
@@ -200,9 +203,7 @@ def aiohttp_client(session: Any, url: str) -> Client:
 
     async def call() -> None:
         call_id = next(ids)
-        payload = json.dumps(
-            {"id": call_id, "user": USER, "config": CONFIG_TEXT, "arguments": json.dumps(ARGS)}
-        ).encode()
+        payload = _envelope(call_id)
         async with session.post(url, data=payload, headers=headers) as response:
             data = await response.read()
             if response.status != 200:

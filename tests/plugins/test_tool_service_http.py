@@ -35,7 +35,7 @@ from seamkit.testing.strategies import json_values
 from seamkit_tool_service import EnvelopeError, Reply, Request
 
 from tests.plugins.services.http_extra import CANARY
-from tests.plugins.tool_services import ServiceProcess, free_port
+from tests.plugins.tool_services import ServiceProcess, app, free_port, results, tool
 
 SEAMKIT = Path(sys.executable).with_name("seamkit")
 SPECS = {
@@ -146,29 +146,6 @@ def service(service_id: str, url: str, **fields: Any) -> dict[str, Any]:
     return {"id": service_id, "transport": "http", "url": url, **fields}
 
 
-def tool(
-    name: str, service_id: str, *arguments: tuple[str, str, bool], **fields: Any
-) -> dict[str, Any]:
-    """A ``tool-service`` entry; ``arguments`` are (name, type, required)."""
-    return {
-        "kind": "tool-service",
-        "name": name,
-        "description": f"The {name} tool.",
-        "service": service_id,
-        "arguments": [{"name": n, "type": t, "required": r} for n, t, r in arguments],
-        **fields,
-    }
-
-
-def app(services: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "name": "http-tools",
-        "model": "scripted:inline",
-        "tool_services": {"services": services},
-        "tools": tools,
-    }
-
-
 def script(*turns: list[tuple[str, dict[str, Any] | str]]) -> ScriptedModel:
     """One model turn of tool calls (name, arguments) per ``turns``, then ``done``."""
     counter = iter(range(1, 1000))
@@ -186,11 +163,6 @@ def script(*turns: list[tuple[str, dict[str, Any] | str]]) -> ScriptedModel:
         for calls in turns
     ]
     return ScriptedModel([*scripted, {"text": "done"}])
-
-
-def results(result: seamkit.RunResult) -> dict[str, str]:
-    """The content of each tool result by call id."""
-    return {m.tool_call_id or "": m.text for m in result.transcript if m.role == "tool"}
 
 
 def run(

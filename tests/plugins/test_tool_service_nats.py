@@ -32,7 +32,7 @@ from seamkit.testing import ScriptedModel
 from seamkit_tool_service import DESCRIPTOR_KEY, Argument, ServiceDescriptor, encode_reply
 from seamkit_tool_service._tools import Connections, service_tool
 
-from tests.plugins.tool_services import ServiceProcess, free_port
+from tests.plugins.tool_services import ServiceProcess, app, free_port, results, tool
 
 if TYPE_CHECKING:
     from seamkit_tool_service._transport import Dropped
@@ -105,29 +105,6 @@ def service(service_id: str, url: str, subject: str = "", **fields: Any) -> dict
     }
 
 
-def tool(name: str, service_id: str, *arguments: tuple[str, str, bool], **fields: Any) -> Any:
-    """A ``tool-service`` entry; ``arguments`` are (name, type, required)."""
-    return {
-        "kind": "tool-service",
-        "name": name,
-        "description": f"The {name} tool.",
-        "service": service_id,
-        "arguments": [{"name": n, "type": t, "required": r} for n, t, r in arguments],
-        **fields,
-    }
-
-
-def app(
-    services: list[dict[str, Any]], tools: list[dict[str, Any]], **section: Any
-) -> dict[str, Any]:
-    return {
-        "name": "nats-tools",
-        "model": "scripted:inline",
-        "tool_services": {"services": services, **section},
-        "tools": tools,
-    }
-
-
 def calls(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     """One model turn calling each (name, arguments), ids c1, c2, ..."""
     return {
@@ -135,15 +112,6 @@ def calls(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
             {"id": f"c{i}", "name": name, "arguments": json.dumps(arguments)}
             for i, (name, arguments) in enumerate(calls, 1)
         ]
-    }
-
-
-def results(result: seamkit.RunResult) -> dict[str, str]:
-    """The content of each tool result by call id."""
-    return {
-        m.tool_call_id or "": m.content
-        for m in result.transcript
-        if m.role == "tool" and isinstance(m.content, str)
     }
 
 

@@ -17,8 +17,10 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
+import seamkit
 
 ROOT = Path(__file__).resolve().parents[2]
 SEAMKIT = Path(sys.executable).with_name("seamkit")
@@ -134,3 +136,33 @@ class ServiceProcess:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def tool(name: str, service_id: str, *arguments: tuple[str, str, bool], **fields: Any) -> Any:
+    """A ``tool-service`` entry; ``arguments`` are (name, type, required)."""
+    return {
+        "kind": "tool-service",
+        "name": name,
+        "description": f"The {name} tool.",
+        "service": service_id,
+        "arguments": [{"name": n, "type": t, "required": r} for n, t, r in arguments],
+        **fields,
+    }
+
+
+def app(
+    services: list[dict[str, Any]], tools: list[dict[str, Any]], **section: Any
+) -> dict[str, Any]:
+    """A manifest of ``services`` (more ``tool_services`` fields in
+    ``section``) and ``tools``; its model is replaced in the tests."""
+    return {
+        "name": "service-tools",
+        "model": "scripted:inline",
+        "tool_services": {"services": services, **section},
+        "tools": tools,
+    }
+
+
+def results(result: seamkit.RunResult) -> dict[str, str]:
+    """The content of each tool result by call id."""
+    return {m.tool_call_id or "": m.text for m in result.transcript if m.role == "tool"}

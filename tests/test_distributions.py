@@ -88,6 +88,8 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "sessions-postgres"),
         f"{ROOT / 'plugins' / 'tool-service'}[nats]",
         str(ROOT / "contrib" / "joke-service"),
+        str(ROOT / "plugins" / "mcp"),
+        str(ROOT / "contrib" / "memory-server"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -212,6 +214,32 @@ def test_the_installed_tool_service_plugin_calls_the_installed_joke_service(
     finally:
         service.terminate()
         assert service.wait(20) in (0, -signal.SIGTERM), log.read_text()
+
+
+def test_the_installed_mcp_plugin_runs_the_memory_app_with_the_installed_server(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    found = plugins["mcp"]
+    assert (found["distribution"], found["error"]) == ("seamkit-mcp", None)
+    assert found["kinds"] == ["tool:mcp"]
+    example = tmp_path / "memory-mcp"
+    shutil.copytree(
+        ROOT / "docs" / "examples" / "memory-mcp",
+        example,
+        ignore=shutil.ignore_patterns("memories.sqlite*"),
+    )
+    path = {"PATH": f"{fresh_env.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    args = ["--session", "s", "--store", str(tmp_path / "s.sqlite"), "--context", "user=ann"]
+    for message in ("I like tea", "hello again"):
+        out = fresh_env.seamkit("run", str(example / "app.yaml"), message, *args, env=path)
+        assert out.returncode == 0, out.stderr
+    out = fresh_env.seamkit("run", str(example / "app.yaml"), "and?", *args, "--json", env=path)
+    assert out.returncode == 0, out.stderr
+    tool_results = [
+        m["content"] for m in json.loads(out.stdout)["transcript"] if m["role"] == "tool"
+    ]
+    assert tool_results[-1] == "I like tea\nhello again"
 
 
 def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[str]:

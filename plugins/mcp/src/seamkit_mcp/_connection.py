@@ -40,6 +40,21 @@ _CLOSE_SECONDS = 6.0
 closes, then 2 s after SIGTERM, before SIGKILL."""
 
 
+class _QuietParseErrors(logging.Filter):
+    """Turns the SDK's traceback for each stdout line that is not JSON-RPC
+    into a debug record: seamkit reports the first such line in its own
+    error, once, without a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Failed to parse JSONRPC message"):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+
+
 def _plain(values: Mapping[str, str | Secret[str]]) -> dict[str, str]:
     return {k: v.get_secret_value() if isinstance(v, Secret) else v for k, v in values.items()}
 
@@ -49,6 +64,15 @@ def _leaf(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return exc
+
+
+def _bad_line(exc: Exception) -> str:
+    """The stdout line the SDK could not parse (its pydantic error holds it)."""
+    try:
+        line = repr(exc.errors()[0]["input"])  # type: ignore[attr-defined]
+    except Exception:  # not a pydantic error: its own first line
+        line = (str(exc).splitlines() or [type(exc).__name__])[0]
+    return line[:200]
 
 
 class _Session:
@@ -89,7 +113,12 @@ class _Session:
                         streamable_http_client(config.url or "", http_client=http)
                     )
                 session = await stack.enter_async_context(
-                    ClientSession(streams[0], streams[1], message_handler=self._on_message)
+                    ClientSession(
+                        streams[0],
+                        streams[1],
+                        read_timeout_seconds=config.startup_timeout_seconds,  # calls set theirs
+                        message_handler=self._on_message,
+                    )
                 )
                 await session.initialize()
                 self._ready.set_result(session)
@@ -104,7 +133,7 @@ class _Session:
         if isinstance(message, ToolListChangedNotification):
             self._owner.changed = True
         elif isinstance(message, Exception):  # a line on stdout that is not JSON-RPC
-            self._owner.garbage = self._owner.garbage or str(message).splitlines()[0][:200]
+            self._owner.garbage = self._owner.garbage or _bad_line(message)
 
     def stderr(self) -> str:
         """The last lines the server wrote to its standard error."""
@@ -136,6 +165,9 @@ class _Session:
     async def close(self) -> None:
         """Stop the session and wait (boundedly) until the server is gone."""
         self._stop.set()
+        if not self._ready.done():  # still starting: it never waits on _stop
+            self._ready.cancel()  # (and no error is left unretrieved)
+            self._task.cancel()
         if not self._task.done():
             done, _ = await asyncio.wait({self._task}, timeout=_CLOSE_SECONDS)
             if not done:
@@ -144,6 +176,8 @@ class _Session:
                     await asyncio.wait_for(self._task, _CLOSE_SECONDS)
         with contextlib.suppress(BaseException):
             self._task.result()
+        if self._ready.done() and not self._ready.cancelled():
+            self._ready.exception()  # seen: a start that failed unawaited is no warning
         self._errlog.close()
 
 
@@ -208,11 +242,12 @@ class Connection:
         while True:
             params = PaginatedRequestParams(cursor=cursor) if cursor else None
             try:
-                listed = await asyncio.wait_for(session.list_tools(params=params), timeout)
-            except (MCPError, TimeoutError) as exc:
+                listed = await session.list_tools(params=params)  # bounded by the session
+            except MCPError as exc:
                 raise MCPServerError(
-                    f"MCP server {self.config.label!r} did not list its tools: "
-                    f"{exc.message if isinstance(exc, MCPError) else 'no answer in time'}",
+                    f"MCP server {self.config.label!r} did not list its tools"
+                    + (f" within {timeout:g}s" if exc.code == REQUEST_TIMEOUT else "")
+                    + f": {exc.message}",
                     server=self.config.label,
                 ) from None
             tools.extend(listed.tools)
@@ -262,6 +297,7 @@ class Connection:
                 f"MCP server {label!r} stopped twice, so its tools fail from now on{stderr}"
             )
             return MCPServerError(self.failed, server=label)
+        self.changed = True  # list again from the new process
         return MCPServerError(
             f"MCP server {label!r} stopped during the call to {name!r}; it is started again "
             f"for the next call{stderr}",

@@ -52,5 +52,6 @@ def to_result(result: Any) -> ToolResult | str:
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False)
     if getattr(result, "is_error", False):
-        return ToolResult.error(f"Error: {text or 'the tool failed and said nothing'}")
+        text = text or "the tool failed and said nothing"
+        return ToolResult.error(text if text.lower().startswith("error") else f"Error: {text}")
     return text

@@ -136,3 +136,15 @@ def test_the_tool_service_targets_are_measured_and_no_reply_is_dropped() -> None
     }
     assert res["dropped"] == {"stray": 0, "duplicate": 0}
     assert res["problems"] == []
+
+
+def test_the_mcp_target_is_measured_and_the_build_is_reported() -> None:
+    """The MCP benchmark's one target (a tool call through seamkit against
+    the raw SDK's ``call_tool``) has a figure; the agent build is reported
+    beside the raw ``initialize`` + ``tools/list`` without one."""
+    res, _ = _quick("bench_mcp")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {"call/seamkit"}
+    names = {f["name"] for f in res["figures"]}
+    assert {"build_open/raw", "build_open/seamkit", "build_total/seamkit"} <= names
+    assert res["problems"] == []

@@ -147,8 +147,11 @@ class _Session:
     async def ready(self, timeout: float) -> ClientSession:
         """The session once initialised; `MCPServerError` if it is not
         within ``timeout`` seconds."""
+        ready = self._ready
+        if ready.done() and not ready.cancelled() and ready.exception() is None:
+            return ready.result()  # the common case: no timer, no extra loop turns
         try:
-            return await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+            return await asyncio.wait_for(asyncio.shield(ready), timeout)
         except TimeoutError:
             tail = self.stderr()
             await self.close()

@@ -66,6 +66,7 @@ import seamkit
 from seamkit.testing import ScriptedModel
 
 from tests.benchmarks._harness import ROOT, figure, print_figures, result, verdict
+from tests.benchmarks._interleave import Client, flat, interleaved, warm
 
 SERVER_MODULE = "tests.benchmarks._mcp_server"
 TOOL = "echo"
@@ -83,7 +84,6 @@ FULL = {
 QUICK = {"warmup": 3, "rounds": 2, "pairs": 5, "builds": 1}
 CALL_TARGET = 1.1
 
-Client = Callable[[], Awaitable[None]]
 perf_counter = time.perf_counter
 
 
@@ -157,32 +157,6 @@ def seamkit_client(tool: seamkit.Tool, ctx: seamkit.ActionContext) -> Client:
 
 
 # --- the measurements ------------------------------------------------------------------
-
-
-async def warm(clients: dict[str, Client], calls: int) -> None:
-    for _ in range(calls):
-        for call in clients.values():
-            await call()
-
-
-async def interleaved(
-    clients: dict[str, Client], rounds: int, steps: int
-) -> dict[str, list[list[float]]]:
-    """Latencies (µs) of one call at a time, per client and round; each step
-    calls every client once, their order rotated every step."""
-    names = list(clients)
-    out: dict[str, list[list[float]]] = {n: [] for n in names}
-    for _ in range(rounds):
-        for n in names:
-            out[n].append([])
-        for step in range(steps):
-            shift = step % len(names)
-            for n in names[shift:] + names[:shift]:
-                call = clients[n]
-                start = perf_counter()
-                await call()
-                out[n][-1].append((perf_counter() - start) * 1e6)
-    return out
 
 
 async def calls(counts: dict[str, int], errlog: TextIO) -> dict[str, list[list[float]]]:
@@ -272,13 +246,9 @@ Spec = tuple[str, str, list[float], str, str, float | None]
 ONE = "one"
 
 
-def _flat(rounds: list[list[float]]) -> list[float]:
-    return [x for r in rounds for x in r]
-
-
 def paired(lat: dict[str, list[list[float]]], subject: str, base: str) -> dict[str, float]:
     """The median of the per-step ratios and differences subject / base."""
-    pairs = list(zip(_flat(lat[subject]), _flat(lat[base]), strict=True))
+    pairs = list(zip(flat(lat[subject]), flat(lat[base]), strict=True))
     return {
         "ratio": statistics.median(s / b for s, b in pairs),
         "added_us": statistics.median(s - b for s, b in pairs),
@@ -293,7 +263,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "call/raw",
             f'one call at a time: raw SDK await session.call_tool("echo", ...) ({n} calls)',
-            _flat(lat["raw"]),
+            flat(lat["raw"]),
             "call/raw",
             "µs",
             None,
@@ -301,7 +271,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "call/seamkit",
             "one call at a time: seamkit await tool.call(args, ActionContext())",
-            _flat(lat["seamkit"]),
+            flat(lat["seamkit"]),
             "call/raw",
             "µs",
             CALL_TARGET,
@@ -309,7 +279,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "call/seamkit_user",
             'one call at a time: seamkit, ActionContext(user="u1") (_meta sent)',
-            _flat(lat["seamkit_user"]),
+            flat(lat["seamkit_user"]),
             "call/raw",
             "µs",
             None,

@@ -68,7 +68,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AsyncExitStack, contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -79,6 +79,7 @@ import seamkit_tool_service
 from seamkit.testing import ScriptedModel
 
 from tests.benchmarks._harness import figure, print_figures, result, verdict
+from tests.benchmarks._interleave import Client, flat, interleaved, warm
 from tests.benchmarks._services import RAW_ECHO, REPLY
 from tests.plugins.nats_server import NatsServer
 from tests.plugins.tool_services import ServiceProcess
@@ -115,7 +116,6 @@ ADDED_BUDGET_US = 50.0
 THROUGHPUT_SHARE = 0.85  # seamkit's calls/s at least this share of the floor's
 HTTP_TARGET = 1.2
 
-Client = Callable[[], Awaitable[None]]
 perf_counter = time.perf_counter
 
 
@@ -239,32 +239,6 @@ def manifest(nats_url: str, http_url: str) -> dict[str, Any]:
 
 
 # --- the measurements ------------------------------------------------------------------
-
-
-async def warm(clients: dict[str, Client], calls: int) -> None:
-    for _ in range(calls):
-        for call in clients.values():
-            await call()
-
-
-async def interleaved(
-    clients: dict[str, Client], rounds: int, steps: int
-) -> dict[str, list[list[float]]]:
-    """Latencies (µs) of one call at a time, per client and round; each step
-    calls every client once, their order rotated every step."""
-    names = list(clients)
-    out: dict[str, list[list[float]]] = {n: [] for n in names}
-    for _ in range(rounds):
-        for n in names:
-            out[n].append([])
-        for step in range(steps):
-            shift = step % len(names)
-            for n in names[shift:] + names[:shift]:
-                call = clients[n]
-                start = perf_counter()
-                await call()
-                out[n][-1].append((perf_counter() - start) * 1e6)
-    return out
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -395,10 +369,6 @@ Spec = tuple[str, str, list[float], str, str, float | None]
 BUDGET = "added_budget_us"
 
 
-def _flat(rounds: list[list[float]]) -> list[float]:
-    return [x for r in rounds for x in r]
-
-
 def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
     """(name, command, samples, baseline's name, unit, target) of every figure."""
     lat, con, web = found["nats"], found["concurrent"], found["http"]
@@ -411,7 +381,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "nats/sequential/floor",
             f"NATS, one at a time: nats-py nc.request + envelope ({n_seq} calls)",
-            _flat(lat["floor"]),
+            flat(lat["floor"]),
             "nats/sequential/floor",
             "µs",
             None,
@@ -419,7 +389,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "nats/sequential/seamkit",
             "NATS, one at a time: seamkit await tool.call(args, ctx)",
-            _flat(lat["seamkit"]),
+            flat(lat["seamkit"]),
             "nats/sequential/floor",
             "µs",
             None,
@@ -427,7 +397,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "nats/sequential/raw",
             "NATS, one at a time: nats-py nc.request, raw echo, no envelope",
-            _flat(lat["raw"]),
+            flat(lat["raw"]),
             "nats/sequential/floor",
             "µs",
             None,
@@ -475,7 +445,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "http/sequential/httpx",
             f"HTTP, one at a time: httpx.AsyncClient.post + envelope ({n_http} calls)",
-            _flat(web["httpx"]),
+            flat(web["httpx"]),
             "http/sequential/httpx",
             "µs",
             None,
@@ -483,7 +453,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "http/sequential/seamkit",
             "HTTP, one at a time: seamkit await tool.call(args, ctx)",
-            _flat(web["seamkit"]),
+            flat(web["seamkit"]),
             "http/sequential/httpx",
             "µs",
             HTTP_TARGET,
@@ -491,7 +461,7 @@ def specs(found: dict[str, Any], counts: dict[str, int]) -> list[Spec]:
         (
             "http/sequential/aiohttp",
             "HTTP, one at a time: aiohttp ClientSession.post + envelope",
-            _flat(web["aiohttp"]),
+            flat(web["aiohttp"]),
             "http/sequential/httpx",
             "µs",
             None,

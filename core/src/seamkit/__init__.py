@@ -82,6 +82,9 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._signature import (
         Injected as Injected,
     )
+    from ._timeline import (
+        Timeline as Timeline,
+    )
     from ._tool import (
         Tool as Tool,
         sanitize_toolname as sanitize_toolname,
@@ -158,6 +161,7 @@ _PUBLIC: dict[str, str] = {
     "SessionStore": "._sessions",
     "StoredSession": "._sessions",
     "Injected": "._signature",
+    "Timeline": "._timeline",
     "Tool": "._tool",
     "sanitize_toolname": "._tool",
     "tool": "._tool",

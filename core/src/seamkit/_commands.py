@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from ._agent import Agent
 from ._errors import ManifestError, SeamkitError
 from ._loader import get_registry
 from ._manifest import manifest_schema
+from ._timeline import Timeline
 
 __all__ = ["run_command", "schema_command", "tools_command", "validate_command"]
 
@@ -119,6 +121,13 @@ _EXIT = {"completed": 0, "terminated": 0, "max_turns": 1, "failed": 1, "cancelle
     metavar="KEY=VALUE",
     help="A property of the run's ActionContext (repeatable).",
 )
+@click.option(
+    "--trace",
+    is_flag=True,
+    help="After the run, print its timeline to standard error: the run, its turns, "
+    "model calls, tool calls (concurrent ones side by side) and the hooks that fired, "
+    "each with its duration.",
+)
 def run_command(
     app: str,
     message: str,
@@ -127,6 +136,7 @@ def run_command(
     store: str | None,
     model_spec: str | None,
     context_items: tuple[str, ...],
+    trace: bool,
 ) -> None:
     """Run APP on MESSAGE: stream the answer to standard output, and show each
     hook that fired and each tool call on standard error.
@@ -137,9 +147,16 @@ def run_command(
     """
     context = _parse_context(context_items)
     clock = _clock_from_env()
+    timeline = Timeline() if trace else None
+    hooks = [timeline] if timeline is not None else []
 
     async def run() -> str:
-        async with await Agent.load(app, clock=clock, model=model_spec, store=store) as agent:
+        async with await Agent.load(
+            app, clock=clock, model=model_spec, store=store, hooks=hooks
+        ) as agent:
+            if timeline is not None and agent.config is not None:
+                spec = model_spec or agent.config.model.spec
+                timeline.model_name = spec.partition(":")[2] or spec
             if as_json:
                 result = await agent.run(message, context=context, session=session, store=store)
                 click.echo(result.model_dump_json(indent=2, exclude_none=True))
@@ -150,7 +167,24 @@ def run_command(
                 printer.show(event)
             return printer.outcome
 
-    sys.exit(_EXIT.get(asyncio.run(run()), 1))
+    outcome = asyncio.run(run())
+    if timeline is not None:
+        _print_timeline(timeline)
+    sys.exit(_EXIT.get(outcome, 1))
+
+
+def _print_timeline(timeline: Timeline) -> None:
+    """The timeline on standard error, as wide as the terminal (at most 100
+    columns; 80 when unknown), in ASCII when its encoding lacks the bars."""
+    width = min(shutil.get_terminal_size((80, 24)).columns, 100) or 80
+    encoding = getattr(sys.stderr, "encoding", None) or "ascii"
+    try:
+        "▕█▏·→✗…µ".encode(encoding)
+    except (LookupError, UnicodeEncodeError):
+        ascii_only = True
+    else:
+        ascii_only = False
+    click.echo(timeline.render(width, ascii=ascii_only), err=True)
 
 
 class _Printer:

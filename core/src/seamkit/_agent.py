@@ -21,7 +21,7 @@ from ._drive import Emit, RunPlan, RunState, drive, to_the_end
 from ._events import HookEvent
 from ._loader import get_registry
 from ._manifest import AppConfig, Settings
-from ._parts import ToolEntry, build_model, build_parts, current_tools, open_store
+from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
 from ._patch import RequestPatch
 from ._registry import BuildContext, Registry
 from ._secret import redact, secret_texts
@@ -106,6 +106,8 @@ class Agent:
             settings=self.settings,
         )
         self.model: Model = build_model(model, build)
+        self.model_spec = model_spec(model, self.model)
+        """The model as ``"<provider>:<name>"`` (or its class's name)."""
         self._store_spec = store
         self._state: dict[str, Any] = {}  # session_state of runs without a session
         self._store: SessionStore | None = store if isinstance(store, SessionStore) else None
@@ -128,6 +130,7 @@ class Agent:
             settings=self.settings,
             clock=self.clock,
             agent=self,
+            model_spec=self.model_spec,
         )
 
     # --- building -------------------------------------------------------------

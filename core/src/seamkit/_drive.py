@@ -83,6 +83,8 @@ class RunPlan:
     clock: Callable[[], datetime]
     agent: object
     """What a tool's ``action_agent`` parameter receives."""
+    model_spec: str = ""
+    """The model as ``"<provider>:<name>"``, for observers."""
 
 
 class RunState:
@@ -172,7 +174,15 @@ async def drive(run: RunState) -> RunResult:
     cancelled: asyncio.CancelledError | None = None
     scope: asyncio.Timeout | None = None
     if run.emit is not None:
-        run.emit(RunStarted(run.ctx.run_id, run.plan.name, run.session, run.ctx.is_streaming))
+        run.emit(
+            RunStarted(
+                run.ctx.run_id,
+                run.plan.name,
+                run.session,
+                run.ctx.is_streaming,
+                run.plan.model_spec,
+            )
+        )
     try:
         async with asyncio.timeout(settings.run_timeout_seconds) as scope:
             await _turns(run)

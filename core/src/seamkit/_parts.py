@@ -26,7 +26,15 @@ from ._tool import Tool
 from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
 from ._types import Model
 
-__all__ = ["Parts", "ToolEntry", "build_model", "build_parts", "current_tools", "open_store"]
+__all__ = [
+    "Parts",
+    "ToolEntry",
+    "build_model",
+    "build_parts",
+    "current_tools",
+    "model_spec",
+    "open_store",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +106,19 @@ def build_model(spec: Model | str | ModelConfig, build: BuildContext) -> Model:
             provider=config.provider,
         )
     return model
+
+
+def model_spec(given: Model | str | ModelConfig, built: Model) -> str:
+    """How observers name a model: ``"<provider>:<name>"`` when it was given
+    as a spec or a provider config, else its ``spec`` attribute or class."""
+    if isinstance(given, ModelConfig):
+        return given.spec
+    if isinstance(given, str):
+        split = split_model_spec(given)
+        if isinstance(split, dict):
+            return f"{split['provider']}:{split['name']}"
+    spec = getattr(built, "spec", None)
+    return spec if isinstance(spec, str) else type(built).__name__
 
 
 async def _resolve_entry(

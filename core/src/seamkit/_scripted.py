@@ -37,6 +37,11 @@ class ScriptedModel:
         self.position = 0
         self.each_run = each_run
 
+    @property
+    def spec(self) -> str:
+        """``"scripted:<name>"``, how observers name this model."""
+        return f"scripted:{self.name}"
+
     @classmethod
     def from_spec(cls, spec: str, *, base_dir: str | None = None, **_: Any) -> ScriptedModel:
         """Load ``spec`` (a path, relative to ``base_dir`` when given)."""
@@ -102,7 +107,8 @@ class ScriptedModel:
             output_tokens=len(text or "") // 4,
             requests=1,
         )
-        return ModelTurn(message=message, usage=usage), deltas
+        reason = "tool_calls" if calls else "stop"
+        return ModelTurn(message=message, usage=usage, finish_reason=reason), deltas
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """The next scripted turn."""

@@ -260,12 +260,15 @@ class ModelRequest(BaseModel):
 
 
 class ModelTurn(BaseModel):
-    """One model turn the run accepted: the assistant message and its usage."""
+    """One model turn the run accepted: the assistant message, its usage, and
+    why the model stopped (``finish_reason`` as the provider said it:
+    ``stop``, ``tool_calls``, ``length``...; ``None`` when it did not say)."""
 
     model_config = _FROZEN
 
     message: Message
     usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
 
 
 class Completed(BaseModel):

@@ -119,12 +119,15 @@ class RunFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """A run starts (observers only): its id, the agent, and the session."""
+    """A run starts (observers only): its id, the agent, the session, and
+    the model as ``"<provider>:<name>"`` (or its class's name for a model
+    object that names no provider)."""
 
     run_id: str
     agent_name: str
     session: str | None
     streaming: bool
+    model: str = ""
 
 
 @dataclass(frozen=True, slots=True)

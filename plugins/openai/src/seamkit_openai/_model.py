@@ -310,4 +310,4 @@ class OpenAIModel:
                         hint="raise the request's max_tokens",
                     ) from None
             log.info("%s: the answer stopped at the token limit", self.where)
-        return turn
+        return turn if reason is None else turn.model_copy(update={"finish_reason": reason})

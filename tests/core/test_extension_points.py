@@ -402,22 +402,42 @@ def test_a_section_tool_source_is_asked_at_each_run() -> None:
 
 
 def test_a_stream_ending_in_a_tool_result_streams_its_chunks_and_is_that_result() -> None:
+    cleaned: list[str] = []
+    kept: list[object] = []  # holds the stream, so only an explicit close can run its finally
+
+    async def chunks() -> AsyncIterator[Any]:
+        try:
+            yield "part "
+            yield seamkit.ToolResult.error("Error: Broken: the rest is lost")
+            yield "never"
+        finally:
+            cleaned.append("closed")
+
     async def call(arguments: dict[str, Any], ctx: seamkit.ActionContext) -> AsyncIterator[Any]:
-        yield "part "
-        yield seamkit.ToolResult.error("Error: Broken: the rest is lost")
-        yield "never"
+        stream = chunks()
+        kept.append(stream)
+        return stream
 
     tool = seamkit.Tool.from_schema("s", "Streams.", {"type": "object", "properties": {}}, call)
     model = ScriptedModel([_call("s", "{}"), {"text": "ok"}])
     agent = seamkit.Agent(model, tools=[tool], plugin_hooks=False)
 
+    seen_closed: list[list[str]] = []
+
     async def streamed() -> list[Any]:
-        return [e async for e in agent.stream("go")]
+        events = []
+        async for event in agent.stream("go"):
+            if isinstance(event, S.ToolCompleted):
+                seen_closed.append(list(cleaned))  # closed by now, not at the loop's end
+            events.append(event)
+        return events
 
     events = asyncio.run(streamed())
+    assert seen_closed == [["closed"]]
     assert [e.text for e in events if isinstance(e, S.ToolOutputDelta)] == ["part "]
     done = next(e for e in events if isinstance(e, S.ToolCompleted))
     assert done.result.content == "Error: Broken: the rest is lost" and done.result.is_error
+    assert cleaned == ["closed"]
 
 
 def test_a_validator_sees_the_whole_manifest_being_loaded() -> None:

@@ -64,3 +64,20 @@ def test_a_schema_tool_accepts_exactly_what_jsonschema_accepts(
         accepted = True
         assert result.content == "ok"
     assert accepted == expected, (schema, arguments)
+
+
+def test_arguments_that_are_not_plain_json_take_the_slow_path() -> None:
+    schema = {"type": "object", "properties": {"1": {"type": "integer"}, "s": {"type": "string"}}}
+    tool = seamkit.Tool.from_schema("t", "A tool.", schema, _ok)
+    try:  # an int key is "1" in JSON, whose value must then be an integer
+        asyncio.run(tool.call({1: "x"}))  # type: ignore[dict-item]
+    except seamkit.InvalidToolCall as exc:
+        assert "not of type 'integer'" in str(exc)
+    else:
+        raise AssertionError("an int key slipped past the check")
+    try:  # a lone surrogate is no text JSON can carry
+        asyncio.run(tool.call({"s": "\ud800"}))
+    except seamkit.InvalidToolCall:
+        pass
+    else:
+        raise AssertionError("a lone surrogate slipped past the check")

@@ -65,6 +65,19 @@ _TYPES: dict[str, Callable[[object], bool]] = {
 }
 
 
+def _plain_json(name: object, value: object) -> bool:
+    """Whether an argument needs no JSON round trip: a string key, and a JSON
+    scalar whose text (if any) is valid Unicode (a lone surrogate is not)."""
+    if type(name) is not str or type(value) not in _SCALARS:
+        return False
+    if type(value) is str and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return False
+    return True
+
+
 def flat_check(schema: Mapping[str, Any]) -> Callable[[Any, bool], bool] | None:
     """A predicate ``satisfied(data, raw)`` that is True only for arguments
     that satisfy ``schema``, or ``None`` when the schema is not a flat object
@@ -99,7 +112,7 @@ def flat_check(schema: Mapping[str, Any]) -> Callable[[Any, bool], bool] | None:
             if name not in data:
                 return False
         for name, value in data.items():
-            if raw and type(value) not in _SCALARS:
+            if raw and not _plain_json(name, value):
                 return False
             check = checks.get(name)
             if check is None:

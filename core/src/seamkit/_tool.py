@@ -652,6 +652,9 @@ async def _settle(result: Any, on_chunk: Callable[[str], None] | None) -> Any:
         chunks: list[str] = []
         async for chunk in result:
             if isinstance(chunk, ToolResult):  # the stream's own ending (an error, say)
+                aclose = getattr(result, "aclose", None)
+                if aclose is not None:
+                    await aclose()  # its clean-up runs now, not when it is collected
                 return chunk
             text = chunk if isinstance(chunk, str) else str(chunk)
             chunks.append(text)

@@ -13,6 +13,10 @@ run from the repository root (``tests`` importable). ``NAME`` is
 
 The servers that never answer exit when their stdin closes.
 
+`tiny_entry` starts `tiny_server` instead: a server of the standard library
+alone, which answers ``initialize`` within milliseconds (an SDK server takes
+about a second), for the tests that start many servers or time them out.
+
 The tests start them through manifest entries (`stdio_entry`), each tagged
 with an environment variable so that `tagged` finds any process left behind.
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import json
 import os
 import sys
@@ -43,6 +48,8 @@ __all__ = [
     "new_tag",
     "stdio_entry",
     "tagged",
+    "tiny_entry",
+    "tiny_server",
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,6 +77,98 @@ def stdio_entry(name: str, tag: str, **fields: Any) -> dict[str, Any]:
         "command": sys.executable,
         "args": ["-m", "tests.plugins.mcp_servers", name, "stdio"],
         "cwd": str(ROOT),
+        "env": env,
+        **fields,
+    }
+
+
+def tiny_server() -> None:
+    """A minimal MCP server over stdio (JSON-RPC lines, standard library
+    only), run by `tiny_entry` as ``python -c``. Its arguments:
+
+    - none: it serves the tools ``echo`` (says ``text`` back), ``secret``
+      (writes ``$MCP_TEST_SECRET`` to stderr and says it), ``whoami`` (the
+      ``seamkit/user`` of the request's ``_meta``) and ``die`` (exits in the
+      middle of the call) and ``pid`` (its process id);
+    - ``once MARKER``: serves as above when the file ``MARKER`` does not
+      exist (and creates it); when it does, never answers (a restart hangs);
+    - ``leak``: writes ``$MCP_TEST_SECRET`` to stderr and exits before
+      ``initialize``.
+
+    A server that never answers exits when its stdin closes.
+    """
+    import json
+    import os
+    import sys
+
+    args = sys.argv[1:]
+    if args[:1] == ["leak"]:
+        sys.stderr.write(f"starting with secret={os.environ.get('MCP_TEST_SECRET')}\n")
+        sys.stderr.flush()
+        raise SystemExit(3)
+    if args[:1] == ["once"]:
+        if os.path.exists(args[1]):
+            for _ in sys.stdin:  # never answers
+                pass
+            return
+        open(args[1], "w").close()
+    text_argument = {"type": "object", "properties": {"text": {"type": "string"}}}
+    tools = [
+        {"name": "echo", "description": "Say the text back.", "inputSchema": text_argument},
+        {"name": "secret", "description": "Tell the secret.", "inputSchema": {"type": "object"}},
+        {"name": "whoami", "description": "The user.", "inputSchema": {"type": "object"}},
+        {"name": "die", "description": "Exit mid-call.", "inputSchema": {"type": "object"}},
+        {"name": "pid", "description": "The process id.", "inputSchema": {"type": "object"}},
+    ]
+    for line in sys.stdin:
+        message = json.loads(line)
+        if "id" not in message:  # a notification
+            continue
+        method, params = message.get("method"), message.get("params") or {}
+        result: dict[str, object]
+        if method == "initialize":
+            result = {
+                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "tiny", "version": "0"},
+            }
+        elif method == "tools/list":
+            result = {"tools": tools}
+        elif method == "tools/call":
+            name, arguments = params.get("name"), params.get("arguments") or {}
+            if name == "die":
+                os._exit(1)
+            if name == "secret":
+                secret = os.environ.get("MCP_TEST_SECRET")
+                sys.stderr.write(f"telling secret={secret}\n")
+                sys.stderr.flush()
+                text = f"the secret is {secret}"
+            elif name == "pid":
+                text = str(os.getpid())
+            elif name == "whoami":
+                text = f"you are {(params.get('_meta') or {}).get('seamkit/user')}"
+            else:
+                text = str(arguments.get("text", ""))
+            result = {"content": [{"type": "text", "text": text}], "isError": False}
+        else:
+            result = {}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+TINY_SOURCE = inspect.getsource(tiny_server) + "\ntiny_server()\n"
+
+
+def tiny_entry(tag: str, *args: str, **fields: Any) -> dict[str, Any]:
+    """A manifest entry (kind ``mcp``) that starts `tiny_server` with
+    ``args``, its environment tagged with ``tag`` (more variables in
+    ``env``)."""
+    env = {TAG_VARIABLE: tag, **fields.pop("env", {})}
+    return {
+        "kind": "mcp",
+        "command": sys.executable,
+        "args": ["-c", TINY_SOURCE, *args],
         "env": env,
         **fields,
     }

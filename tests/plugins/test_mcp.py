@@ -12,6 +12,7 @@ in ``mcp_servers.py``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import logging
 import os
@@ -29,7 +30,11 @@ from typing import Any
 import pytest
 import seamkit
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED
 from seamkit.testing import ScriptedModel
+from seamkit_mcp import MCPServerError, MCPToolConfig, to_result
+from seamkit_mcp._connection import Connection
 
 from tests.plugins.mcp_servers import (
     BIN,
@@ -39,6 +44,7 @@ from tests.plugins.mcp_servers import (
     new_tag,
     stdio_entry,
     tagged,
+    tiny_entry,
 )
 
 TIME = BIN / "mcp-server-time"
@@ -499,6 +505,157 @@ def test_a_server_that_dies_is_restarted_once_then_its_tools_fail_and_the_run_go
     failed = "Error: MCP server 'd' stopped twice, so its tools fail from now on"
     assert got["c5"].startswith(failed) and got["c6"].startswith(failed)
     assert json.loads(got["c7"])["timezone"] == "UTC"  # the other server is unharmed
+    assert tagged(tag) == []
+
+
+def test_a_restart_that_fails_counts_as_the_second_stop(tmp_path: Path) -> None:
+    tag = new_tag()
+    marker = str(tmp_path / "started")  # the second process of this entry never answers
+    entry = tiny_entry(tag, "once", marker, toolset="t", startup_timeout_seconds=1)
+    started = time.monotonic()
+    result = run_once(
+        manifest(entry),
+        [("t_die", {})],
+        [("t_echo", {"text": "again?"})],  # its restart hangs, and times out
+        [("t_echo", {"text": "and again?"})],  # fails at once: no second wait
+    )
+    assert time.monotonic() - started < 4
+    got = results(result)
+    restarted = "Error: MCP server 't' stopped during the call to 'die'; it is started again"
+    assert got["c1"].startswith(restarted), got["c1"]
+    failed = (
+        "Error: MCP server 't' stopped, and could not be started again, so its tools fail "
+        "from now on: MCP server 't' did not answer initialize within 1s"
+    )
+    assert got["c2"] == got["c3"] == failed, got
+    assert tagged(tag) == []
+
+
+def test_a_late_stop_of_the_old_session_leaves_the_new_one_alone() -> None:
+    """A call on the session of a server that stopped learns it late, after
+    the next call started the server again: the new session stays, and
+    counts as no second stop."""
+    tag = new_tag()
+    connection = Connection(MCPToolConfig(**tiny_entry(tag, toolset="t")), None)
+
+    async def go() -> tuple[str, seamkit.ToolResult | str, seamkit.ToolResult | str]:
+        old = await connection.session()
+        release = asyncio.Event()
+        real = old.call_tool
+
+        async def closed_late(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name != "echo":
+                return await real(name, *args, **kwargs)
+            await release.wait()
+            raise MCPError(CONNECTION_CLOSED, "Connection closed")
+
+        old.call_tool = closed_late  # type: ignore[method-assign]
+        late = asyncio.create_task(connection.call("echo", {"text": "late"}, None))
+        await asyncio.sleep(0.05)  # the late call waits on the old session
+        with pytest.raises(MCPServerError, match="stopped during the call to 'die'"):
+            await connection.call("die", {}, None)
+        first = to_result(await connection.call("pid", {}, None))  # the new session
+        release.set()
+        with pytest.raises(MCPServerError) as info:
+            await late
+        second = to_result(await connection.call("pid", {}, None))
+        await connection.aclose()
+        return info.value.message, first, second
+
+    message, first, second = asyncio.run(go())
+    assert "stopped during the call to 'echo'; it is started again" in message, message
+    assert first == second  # the new session, and its process, went on
+    assert tagged(tag) == []
+
+
+def test_concurrent_calls_on_a_server_that_never_answers_initialize_each_get_an_error(
+    tmp_path: Path,
+) -> None:
+    """Built in one event loop (the first process answers), run in another,
+    where the entry's server never answers initialize: three runs call it
+    0.2 s apart, all three wait for the one start, and each gets the error
+    (none is cancelled when the first wait times out)."""
+    tag = new_tag()
+    marker = str(tmp_path / "started")
+    entry = tiny_entry(tag, "once", marker, toolset="t", startup_timeout_seconds=1)
+    calls = [[("t_echo", {"text": str(i)})] for i in range(3)]
+    model = ScriptedModel(turns(*calls, "done", "done", "done"))
+    agent = asyncio.run(seamkit.Agent.load(manifest(entry), model=model))
+
+    async def staggered() -> list[seamkit.RunResult]:
+        async def one(i: int) -> seamkit.RunResult:
+            await asyncio.sleep(i * 0.2)
+            return await agent.run(f"run {i}")
+
+        return await asyncio.gather(*(one(i) for i in range(3)))
+
+    try:
+        started = time.monotonic()
+        runs = asyncio.run(staggered())
+        elapsed = time.monotonic() - started
+    finally:
+        asyncio.run(agent.aclose())
+    late = "Error: MCP server 't' did not answer initialize within 1s"
+    for i, result in enumerate(runs):
+        assert result.outcome.kind == "completed" and result.output == "done", result.outcome
+        assert results(result) == {f"c{i + 1}": late}
+    assert elapsed < 4
+    assert tagged(tag) == []
+
+
+def test_runs_each_in_an_event_loop_of_its_own_leave_no_file_or_loop_behind() -> None:
+    tag = new_tag()
+    steps = [step for i in range(5) for step in ([("t_echo", {"text": f"run {i}"})], "done")]
+    agent = asyncio.run(
+        seamkit.Agent.load(
+            manifest(tiny_entry(tag, toolset="t")), model=ScriptedModel(turns(*steps))
+        )
+    )
+
+    def dead_loops() -> int:
+        gc.collect()
+        return sum(
+            1
+            for o in gc.get_objects()
+            if isinstance(o, asyncio.AbstractEventLoop) and o.is_closed()
+        )
+
+    try:
+        counts = []
+        for i in range(5):
+            result = agent.run_sync("hi")  # a session (a server) in the run's own loop
+            assert results(result) == {f"c{i + 1}": f"run {i}"}
+            assert tagged(tag) == []  # stopped as its loop ended
+            counts.append((len(os.listdir("/proc/self/fd")), dead_loops()))
+    finally:
+        asyncio.run(agent.aclose())
+    assert counts[-1][0] == counts[0][0], counts  # no file left open per run
+    assert counts[-1][1] <= counts[0][1], counts  # no ended loop kept alive
+    assert tagged(tag) == []
+
+
+def test_secrets_in_env_and_context_are_masked_in_results_errors_and_logs(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("MCP_TEST_KEY", CANARY)
+    caplog.set_level(logging.DEBUG)
+    tag = new_tag()
+    entry = tiny_entry(tag, toolset="t", env={"MCP_TEST_SECRET": "${secret:MCP_TEST_KEY}"})
+    user = "canary-mcp-user-51c9e0"
+    model = ScriptedModel(turns([("t_secret", {})], [("t_whoami", {})], [("t_die", {})], "done"))
+
+    async def go() -> seamkit.RunResult:
+        async with await seamkit.Agent.load(manifest(entry), model=model) as agent:
+            return await agent.run("hi", context={"user": seamkit.Secret(user)})
+
+    result = asyncio.run(go())
+    got = results(result)
+    assert got["c1"] == "the secret is ***"  # the server's secret, said back
+    assert got["c2"] == "you are ***"  # the run's secret, said back
+    assert got["c3"].startswith("Error: MCP server 't' stopped during the call to 'die'")
+    assert got["c3"].endswith("its stderr ends: telling secret=***"), got["c3"]
+    for text in (result.model_dump_json(), caplog.text):
+        assert CANARY not in text and user not in text
     assert tagged(tag) == []
 
 

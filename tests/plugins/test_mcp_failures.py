@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import subprocess
 import time
@@ -21,7 +22,15 @@ import pytest
 import seamkit
 from seamkit.testing import ScriptedModel
 
-from tests.plugins.mcp_servers import BIN, ROOT, TAG_VARIABLE, new_tag, stdio_entry, tagged
+from tests.plugins.mcp_servers import (
+    BIN,
+    ROOT,
+    TAG_VARIABLE,
+    new_tag,
+    stdio_entry,
+    tagged,
+    tiny_entry,
+)
 
 SEAMKIT = BIN / "seamkit"
 TIME = BIN / "mcp-server-time"
@@ -148,6 +157,24 @@ def test_seamkit_run_stops_at_a_server_that_cannot_start(tmp_path: Path) -> None
         f"{path}:6:5: tools[2]: MCP server 'down' ({down}) failed to start: ConnectError: "
         "All connection attempts failed",
     ]
+    assert tagged(tag) == []
+
+
+def test_a_secret_a_server_writes_to_stderr_is_masked_in_its_build_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "canary-mcp-env-0b6f2d"
+    monkeypatch.setenv("MCP_TEST_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    tag = new_tag()
+    env = {"MCP_TEST_SECRET": "${secret:MCP_TEST_KEY}"}
+    path = write_app(tmp_path, [tiny_entry(tag, "leak", toolset="leaky", env=env)])
+    error = load(path)  # the server writes the secret to stderr, then exits
+    [problem] = error.problems
+    assert problem.message.startswith("MCP server 'leaky' ("), problem.message
+    assert problem.message.endswith("its stderr ends: starting with secret=***"), problem.message
+    for text in (str(error), error.format(), repr(error), caplog.text):
+        assert secret not in text
     assert tagged(tag) == []
 
 

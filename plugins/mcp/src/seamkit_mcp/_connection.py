@@ -1,11 +1,16 @@
 """One MCP server as an agent uses it: a `ClientSession` held open, per
 event loop, by a task of its own (the SDK's transports must be entered and
-left in one task), started when first needed and closed with the agent.
+left in one task), started when first needed and closed with the agent (or
+with its event loop: the sessions of loops that ended are forgotten).
 
 A server that stops is started again once, for the next call; the calls in
-flight end with a clear error. After a second stop its tools fail with a
-clear error and the agent goes on. ``tools/list_changed`` from the server
-marks the tool list stale; the toolset lists again between runs.
+flight end with a clear error. After a second stop, or when that restart
+fails, its tools fail with a clear error and the agent goes on.
+``tools/list_changed`` from the server marks the tool list stale; the
+toolset lists again between runs.
+
+The secrets of the entry (``env``, ``headers``) are masked in everything the
+server says back: its stderr in errors, error messages, results.
 """
 
 from __future__ import annotations
@@ -14,19 +19,24 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO, cast
 
+import httpx2
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import CallToolResult, Tool as MCPTool, ToolListChangedNotification
-from mcp_types import RequestParamsMeta
-from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
-from seamkit import Secret
+from mcp.types import (
+    CONNECTION_CLOSED,
+    REQUEST_TIMEOUT,
+    CallToolResult,
+    RequestParamsMeta,
+    Tool as MCPTool,
+    ToolListChangedNotification,
+)
+from seamkit import Secret, redact
+from seamkit.plugins import secret_texts
 
 from ._config import MCPToolConfig
 from ._errors import MCPServerError
@@ -38,6 +48,10 @@ log = logging.getLogger("seamkit_mcp")
 _CLOSE_SECONDS = 6.0
 """How long closing may take: the SDK gives a stdio server 2 s after stdin
 closes, then 2 s after SIGTERM, before SIGKILL."""
+
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
+"""The MCP SDK's own HTTP time-outs: 30 s to connect, write and wait for a
+pooled connection; 300 s to read (a server may hold a response stream open)."""
 
 
 class _QuietParseErrors(logging.Filter):
@@ -76,7 +90,8 @@ def _bad_line(exc: Exception) -> str:
 
 
 class _Session:
-    """A session held open by its own task until `close`."""
+    """A session held open by its own task until `close` (or until its
+    event loop ends)."""
 
     def __init__(self, config: MCPToolConfig, base_dir: Path | None, owner: Connection) -> None:
         self._config = config
@@ -85,10 +100,12 @@ class _Session:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[ClientSession] = loop.create_future()
-        # the server's stderr, kept for error messages (closed in close())
+        # the server's stderr, kept for error messages (closed when _hold ends)
         self._errlog: TextIO = tempfile.TemporaryFile(  # noqa: SIM115
             "w+", encoding="utf-8", errors="replace"
         )
+        self._tail: str | None = None
+        """The stderr tail as it was when the errlog was closed."""
         self._task = loop.create_task(self._hold(), name=f"mcp server {config.label}")
 
     async def _hold(self) -> None:
@@ -107,7 +124,7 @@ class _Session:
                     )
                 else:
                     http = await stack.enter_async_context(
-                        create_mcp_http_client(headers=_plain(config.headers))
+                        httpx2.AsyncClient(headers=_plain(config.headers), timeout=_HTTP_TIMEOUT)
                     )
                     streams = await stack.enter_async_context(
                         streamable_http_client(config.url or "", http_client=http)
@@ -121,55 +138,82 @@ class _Session:
                     )
                 )
                 await session.initialize()
-                self._ready.set_result(session)
+                if not self._ready.done():  # else it timed out meanwhile
+                    self._ready.set_result(session)
                 await self._stop.wait()
         except BaseException as exc:  # the SDK wraps what its task groups raise
             if not self._ready.done():
                 self._ready.set_exception(self._owner.failure(_leaf(exc), self.stderr()))
             if isinstance(exc, asyncio.CancelledError):
+                if not self._stop.is_set():  # not closed: its event loop is ending
+                    self._owner.forget(self)
                 raise
+        finally:
+            self._tail = self.stderr()
+            self._errlog.close()
+            if self._ready.done() and not self._ready.cancelled():
+                self._ready.exception()  # seen: a start that failed unawaited is no warning
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, ToolListChangedNotification):
             self._owner.changed = True
         elif isinstance(message, Exception):  # a line on stdout that is not JSON-RPC
-            self._owner.garbage = self._owner.garbage or _bad_line(message)
+            self._owner.garbage = self._owner.garbage or self._owner.hide(_bad_line(message))
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The event loop the session lives in."""
+        return self._task.get_loop()
 
     def stderr(self) -> str:
-        """The last lines the server wrote to its standard error."""
+        """The last lines the server wrote to its standard error (secrets masked)."""
+        if self._tail is not None:
+            return self._tail
         try:
             self._errlog.seek(0)
             lines = self._errlog.read().strip().splitlines()
         except (OSError, ValueError):
             return ""
-        return "\n".join(lines[-5:])
+        return self._owner.hide("\n".join(lines[-5:]))
+
+    def _started(self) -> bool:
+        ready = self._ready
+        return ready.done() and not ready.cancelled() and ready.exception() is None
 
     async def ready(self, timeout: float) -> ClientSession:
         """The session once initialised; `MCPServerError` if it is not
-        within ``timeout`` seconds."""
+        within ``timeout`` seconds. Every caller waiting for one start gets
+        the same outcome: the first wait that times out ends it for all."""
         ready = self._ready
-        if ready.done() and not ready.cancelled() and ready.exception() is None:
+        if self._started():
             return ready.result()  # the common case: no timer, no extra loop turns
         try:
             return await asyncio.wait_for(asyncio.shield(ready), timeout)
         except TimeoutError:
-            tail = self.stderr()
-            await self.close()
-            garbage = self._owner.garbage
-            raise MCPServerError(
-                f"MCP server {self._config.label!r} did not answer initialize within {timeout:g}s"
-                + (f"; it wrote to stdout what is not MCP: {garbage}" if garbage else "")
-                + (f"; its stderr ends: {tail}" if tail else ""),
-                server=self._config.label,
-                hint="check the command and its arguments (run it by hand: it should wait "
-                "for JSON-RPC on stdin), or raise startup_timeout_seconds",
-            ) from None
+            if not ready.done():
+                ready.set_exception(self._owner.no_answer(timeout, self.stderr()))
+                await self.close()
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not ready.done() or (task is not None and task.cancelling()):
+                raise  # this caller was cancelled
+        if ready.cancelled():  # never surfaces as a cancellation of this caller
+            label = self._config.label
+            raise MCPServerError(f"MCP server {label!r} was closed as it started", server=label)
+        try:
+            return ready.result()
+        except MCPServerError as exc:
+            raise exc from None
 
     async def close(self) -> None:
         """Stop the session and wait (boundedly) until the server is gone."""
         self._stop.set()
-        if not self._ready.done():  # still starting: it never waits on _stop
-            self._ready.cancel()  # (and no error is left unretrieved)
+        if not self._ready.done():
+            label = self._config.label
+            self._ready.set_exception(
+                MCPServerError(f"MCP server {label!r} was closed as it started", server=label)
+            )
+        if not self._started():  # it never waits on _stop
             self._task.cancel()
         if not self._task.done():
             done, _ = await asyncio.wait({self._task}, timeout=_CLOSE_SECONDS)
@@ -179,9 +223,16 @@ class _Session:
                     await asyncio.wait_for(self._task, _CLOSE_SECONDS)
         with contextlib.suppress(BaseException):
             self._task.result()
+        self.discard()
+
+    def discard(self) -> None:
+        """Close its stderr file (keeping the tail) and mark a failed start
+        as seen: all that is left to do for a session whose loop is closed."""
+        if not self._errlog.closed:
+            self._tail = self.stderr()
+            self._errlog.close()
         if self._ready.done() and not self._ready.cancelled():
-            self._ready.exception()  # seen: a start that failed unawaited is no warning
-        self._errlog.close()
+            self._ready.exception()
 
 
 class Connection:
@@ -191,9 +242,9 @@ class Connection:
     def __init__(self, config: MCPToolConfig, base_dir: Path | None) -> None:
         self.config = config
         self._base_dir = base_dir
-        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Session] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._sessions: dict[asyncio.AbstractEventLoop, _Session] = {}
+        self.secrets: tuple[str, ...] = tuple(secret_texts(config.env, config.headers))
+        """The plain text of the secrets in ``env`` and ``headers``."""
         self.stops = 0
         self.failed: str | None = None
         self.changed = False
@@ -201,38 +252,83 @@ class Connection:
         self.garbage: str | None = None
         """The first line the server wrote to stdout that was not MCP."""
 
+    def hide(self, text: str) -> str:
+        """``text`` with the entry's secrets masked."""
+        return redact(text, self.secrets) if self.secrets else text
+
+    def _error(self, message: str, hint: str | None = None) -> MCPServerError:
+        return MCPServerError(self.hide(message), server=self.config.label, hint=hint)
+
     def failure(self, exc: BaseException, stderr: str) -> MCPServerError:
         """What starting the server met, as an error a user can act on."""
         label = self.config.label
         if isinstance(exc, FileNotFoundError | NotADirectoryError | PermissionError):
             what = self.config.cwd if exc.filename == self.config.cwd else self.config.command
-            return MCPServerError(
+            return self._error(
                 f"cannot start MCP server {label!r}: {exc.strerror}: {what}",
-                server=label,
                 hint="check 'command' (on PATH, or a path) and 'cwd'",
             )
         detail = exc.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
         where = self.config.url or self.config.command
-        return MCPServerError(
+        return self._error(
             f"MCP server {label!r} ({where}) failed to start: {detail}"
             + (f"; its stderr ends: {stderr}" if stderr else ""),
-            server=label,
             hint="check that the server runs and speaks MCP (stdio or streamable HTTP)",
         )
 
-    async def session(self) -> ClientSession:
+    def no_answer(self, timeout: float, stderr: str) -> MCPServerError:
+        """The server did not answer ``initialize`` within ``timeout`` seconds."""
+        garbage = self.garbage
+        return self._error(
+            f"MCP server {self.config.label!r} did not answer initialize within {timeout:g}s"
+            + (f"; it wrote to stdout what is not MCP: {garbage}" if garbage else "")
+            + (f"; its stderr ends: {stderr}" if stderr else ""),
+            hint="check the command and its arguments (run it by hand: it should wait "
+            "for JSON-RPC on stdin), or raise startup_timeout_seconds",
+        )
+
+    def _table(self) -> dict[asyncio.AbstractEventLoop, _Session]:
+        """The sessions, without those of event loops that are closed."""
+        sessions = self._sessions
+        for loop in [loop for loop in sessions if loop.is_closed()]:
+            sessions.pop(loop).discard()
+        return sessions
+
+    def forget(self, session: _Session) -> bool:
+        """Drop ``session`` if it is still its loop's current one; whether it was."""
+        loop = session.loop
+        if self._sessions.get(loop) is not session:
+            return False
+        del self._sessions[loop]
+        return True
+
+    async def _open(self) -> tuple[_Session, ClientSession]:
         """The running loop's session, started if need be."""
         if self.failed is not None:
             raise MCPServerError(self.failed, server=self.config.label)
+        sessions = self._table()
         loop = asyncio.get_running_loop()
-        current = self._sessions.get(loop)
+        current = sessions.get(loop)
         if current is None:
-            current = self._sessions[loop] = _Session(self.config, self._base_dir, self)
+            current = sessions[loop] = _Session(self.config, self._base_dir, self)
         try:
-            return await current.ready(self.config.startup_timeout_seconds)
-        except MCPServerError:
-            self._sessions.pop(loop, None)
+            return current, await current.ready(self.config.startup_timeout_seconds)
+        except MCPServerError as exc:
+            if self.forget(current) and self.stops > 0 and self.failed is None:
+                # a restart after a stop that failed: counted as a stop
+                self.stops += 1
+                if self.stops >= 2:
+                    self.failed = self.hide(
+                        f"MCP server {self.config.label!r} stopped, and could not be started "
+                        f"again, so its tools fail from now on: {exc.message}"
+                    )
+            if self.failed is not None:
+                raise MCPServerError(self.failed, server=self.config.label) from None
             raise
+
+    async def session(self) -> ClientSession:
+        """The running loop's session, started if need be."""
+        return (await self._open())[1]
 
     async def list_tools(self) -> list[MCPTool]:
         """Every tool the server offers, page by page."""
@@ -247,11 +343,10 @@ class Connection:
             try:
                 listed = await session.list_tools(params=params)  # bounded by the session
             except MCPError as exc:
-                raise MCPServerError(
+                raise self._error(
                     f"MCP server {self.config.label!r} did not list its tools"
                     + (f" within {timeout:g}s" if exc.code == REQUEST_TIMEOUT else "")
-                    + f": {exc.message}",
-                    server=self.config.label,
+                    + f": {exc.message}"
                 ) from None
             tools.extend(listed.tools)
             cursor = listed.next_cursor
@@ -262,7 +357,7 @@ class Connection:
         self, name: str, arguments: dict[str, Any], meta: dict[str, Any] | None
     ) -> CallToolResult:
         """``tools/call``; raises `MCPServerError` for a server that fails."""
-        session = await self.session()
+        used, session = await self._open()
         label, timeout = self.config.label, self.config.timeout_seconds
         try:
             return await session.call_tool(
@@ -273,43 +368,40 @@ class Connection:
             )
         except MCPError as exc:
             if exc.code == REQUEST_TIMEOUT:
-                raise MCPServerError(
-                    f"MCP server {label!r} did not answer {name!r} within {timeout:g}s",
-                    server=label,
+                raise self._error(
+                    f"MCP server {label!r} did not answer {name!r} within {timeout:g}s"
                 ) from None
             if exc.code == CONNECTION_CLOSED:
-                raise await self._stopped(name) from None
-            raise MCPServerError(
-                f"MCP server {label!r} refused {name!r}: {exc.message}", server=label
-            ) from None
+                raise await self._stopped(name, used) from None
+            raise self._error(f"MCP server {label!r} refused {name!r}: {exc.message}") from None
 
-    async def _stopped(self, name: str) -> MCPServerError:
-        """The server stopped: forget its session (the next call starts it
-        again), or, the second time, fail its tools for good."""
+    async def _stopped(self, name: str, used: _Session) -> MCPServerError:
+        """The server of session ``used`` stopped: forget that session (the
+        next call starts the server again), or, the second time, fail its
+        tools for good. A stop learnt late, once ``used`` is no longer the
+        current session, is not counted again."""
         label = self.config.label
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
-        tail = ""
-        if session is not None:
-            tail = session.stderr()
+        tail = used.stderr()
+        if self.forget(used):
             self.stops += 1
-            await session.close()
-        log.warning("MCP server %r stopped during a call to %r", label, name)
-        stderr = f"; its stderr ends: {tail}" if tail else ""
-        if self.stops >= 2:
-            self.failed = (
-                f"MCP server {label!r} stopped twice, so its tools fail from now on{stderr}"
-            )
+            log.warning("MCP server %r stopped during a call to %r", label, name)
+            await used.close()
+            if self.stops >= 2 and self.failed is None:
+                stderr = f"; its stderr ends: {tail}" if tail else ""
+                self.failed = f"MCP server {label!r} stopped twice, so its tools fail from now on"
+                self.failed += stderr
+            elif self.failed is None:
+                self.changed = True  # list again from the new process
+        if self.failed is not None:
             return MCPServerError(self.failed, server=label)
-        self.changed = True  # list again from the new process
-        return MCPServerError(
+        return self._error(
             f"MCP server {label!r} stopped during the call to {name!r}; it is started again "
-            f"for the next call{stderr}",
-            server=label,
+            f"for the next call" + (f"; its stderr ends: {tail}" if tail else "")
         )
 
     async def aclose(self) -> None:
         """Close the running loop's session (sessions of loops that ended
         were closed as their loops cancelled their tasks)."""
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        session = self._table().pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()

@@ -1,15 +1,19 @@
 """An MCP ``tools/call`` result as the model reads it: text blocks as they
 are, structured content as JSON when there is no text, every other kind of
 block described in a line (an image is never dropped silently), and an
-``isError`` result as an error result."""
+``isError`` result as an error result; secrets given are masked."""
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from seamkit import ToolResult
+from seamkit import Secret, ToolResult, redact
+
+if TYPE_CHECKING:
+    from mcp.types import CallToolResult, ContentBlock
 
 __all__ = ["describe_block", "to_result"]
 
@@ -23,35 +27,40 @@ def _size(data: object) -> str:
         return f"{len(data):,} characters of base64"
 
 
-def describe_block(block: Any) -> str:
+def describe_block(block: ContentBlock) -> str:
     """One content block as text."""
-    kind = getattr(block, "type", None)
-    if kind == "text":
-        return str(getattr(block, "text", ""))
-    if kind in ("image", "audio"):
-        mime = getattr(block, "mime_type", None) or "unknown type"
-        return f"[{kind}: {mime}, {_size(getattr(block, 'data', None))}; not shown to the model]"
-    if kind == "resource_link":
-        name = getattr(block, "name", "") or ""
-        return f"[resource link: {getattr(block, 'uri', '')}{f' ({name})' if name else ''}]"
-    if kind == "resource":
-        resource = getattr(block, "resource", None)
+    if block.type == "text":
+        return block.text
+    if block.type in ("image", "audio"):
+        mime = block.mime_type or "unknown type"
+        return f"[{block.type}: {mime}, {_size(block.data)}; not shown to the model]"
+    if block.type == "resource_link":
+        name = f" ({block.name})" if block.name else ""
+        return f"[resource link: {block.uri}{name}]"
+    if block.type == "resource":
+        resource = block.resource
         text = getattr(resource, "text", None)
         if isinstance(text, str):
             return text
-        mime = getattr(resource, "mime_type", None) or "unknown type"
-        uri = getattr(resource, "uri", "")
-        return f"[resource: {uri}, {mime}, {_size(getattr(resource, 'blob', None))}]"
+        mime = resource.mime_type or "unknown type"
+        blob = getattr(resource, "blob", None)
+        return f"[resource: {resource.uri}, {mime}, {_size(blob)}]"
+    kind = getattr(block, "type", None)  # a kind of block newer than this client
     return f"[a {kind or 'content'} block this client does not show]"
 
 
-def to_result(result: Any) -> ToolResult | str:
-    """The tool result of an MCP ``CallToolResult``."""
+def to_result(
+    result: CallToolResult, *, secrets: Iterable[str | Secret[str]] = ()
+) -> ToolResult | str:
+    """The tool result of an MCP ``CallToolResult``, with ``secrets``
+    (plain texts or `seamkit.Secret` objects) masked as ``***``."""
     text = "\n".join(describe_block(block) for block in result.content or ())
-    structured = getattr(result, "structured_content", None)
-    if not text and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    if getattr(result, "is_error", False):
+    if not text and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+    secrets = tuple(secrets)
+    if secrets:
+        text = redact(text, secrets)
+    if result.is_error:
         text = text or "the tool failed and said nothing"
         return ToolResult.error(text if text.lower().startswith("error") else f"Error: {text}")
     return text

@@ -18,6 +18,7 @@ from seamkit import (
     Tool,
     ToolDefinitionError,
     ToolResult,
+    redact,
 )
 
 from ._connection import Connection
@@ -69,8 +70,9 @@ class MCPToolset:
             try:
                 result = await connection.call(name, arguments, meta)
             except MCPServerError as exc:
-                return ToolResult.error(f"Error: {exc.message}")
-            return to_result(result)
+                # the entry's secrets are masked already; the run's may be in it too
+                return ToolResult.error(redact(f"Error: {exc.message}", ctx.secret_texts))
+            return to_result(result, secrets=(*connection.secrets, *ctx.secret_texts))
 
         schema = dict(definition.input_schema or {"type": "object", "properties": {}})
         schema.setdefault("type", "object")

@@ -1,9 +1,11 @@
 """Tool services over NATS, end to end: a real ``nats-server`` on 127.0.0.1,
 real worker processes (``seamkit tool-service serve --transport nats``) in
 one queue group, called by an agent's ``tool-service`` tools; discovery of
-services announced with ``$SRV``; graceful shutdown with a call in flight;
-trace context in the NATS headers; and misbehaving responders written here
-with raw nats-py subscriptions.
+services announced with ``$SRV`` (one looker, a missed look forgiven);
+graceful shutdown with a call in flight, requests on their way drained and
+calls past the drain time cancelled; trace context in the NATS headers;
+cancelled calls, calls while NATS is down or mute, and connections per event
+loop; and misbehaving responders written here with raw nats-py subscriptions.
 
 The NATS server and the long-lived services are started once for the module
 and always stopped; tests that stop a service or a server start their own.
@@ -12,8 +14,13 @@ and always stopped; tests that stop a service or a server start their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
+import os
 import signal
+import socket
+import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -26,13 +33,36 @@ import pytest
 import seamkit
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.micro import add_service
+from nats.micro.service import Service
 from opentelemetry.sdk.trace import TracerProvider
 from seamkit.stream import ToolCompleted, ToolOutputDelta
 from seamkit.testing import ScriptedModel
-from seamkit_tool_service import DESCRIPTOR_KEY, Argument, ServiceDescriptor, encode_reply
+from seamkit_tool_service import (
+    DESCRIPTOR_KEY,
+    Argument,
+    ServiceDescriptor,
+    ToolServicesConfig,
+    decode_reply,
+    dropped_replies,
+    encode_reply,
+    encode_request,
+)
+from seamkit_tool_service._discovery import Discovered
+from seamkit_tool_service._kind import _CONNECTIONS
+from seamkit_tool_service._nats_worker import QUEUE_GROUP, serve_nats
 from seamkit_tool_service._tools import Connections, service_tool
 
-from tests.plugins.tool_services import ServiceProcess, app, free_port, results, tool
+from tests.plugins.services.nats_extra import Sleeper
+from tests.plugins.tool_services import (
+    ROOT,
+    SEAMKIT,
+    ServiceProcess,
+    app,
+    free_port,
+    results,
+    tool,
+)
 
 if TYPE_CHECKING:
     from seamkit_tool_service._transport import Dropped
@@ -553,3 +583,336 @@ def test_a_streamed_reply_surfaces_each_chunk_live_and_joins_them(
     # live: each chunk came when the service sent it, not all at the end
     assert deltas[1][0] - deltas[0][0] > 0.15 and deltas[2][0] - deltas[1][0] > 0.15
     assert ended - deltas[0][0] > 0.4
+
+
+# --- cancelled calls, connecting, connections per loop ----------------------------------
+
+
+def test_a_cancelled_call_stops_listening_and_its_late_reply_is_counted(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    async def go() -> tuple[dict[str, int], dict[str, Any]]:
+        async with await seamkit.Agent.load(echo_app(nats_url), model=ScriptedModel([])) as agent:
+            echo = agent.tools["echo"]
+            context = seamkit.ActionContext(user="ann")
+            assert not (await echo.call({"text": "warm-up"}, context)).is_error
+            slow = [
+                asyncio.ensure_future(echo.call({"text": f"slow-{i}", "delay": 0.4}, context))
+                for i in range(5)
+            ]
+            await asyncio.sleep(0.15)  # sent: each waits for its first reply
+            for future in slow:
+                future.cancel()
+            await asyncio.gather(*slow, return_exceptions=True)
+            inboxes = dict(_CONNECTIONS[agent.exit_stack].nats([nats_url])._inboxes)
+
+            async def late_replies_came() -> bool:
+                return dropped_replies(agent)["duplicate"] >= 5
+
+            await until(late_replies_came, 5)
+            await asyncio.sleep(0.1)  # nothing more comes
+            return dropped_replies(agent), inboxes
+
+    dropped, inboxes = asyncio.run(go())
+    assert inboxes == {}
+    assert dropped == {"stray": 0, "duplicate": 5}
+
+
+def test_calls_with_nats_down_share_one_attempt_and_fail_together() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+
+    async def go() -> tuple[float, list[seamkit.ToolResult]]:
+        manifest = echo_app(url, timeout_seconds=20)
+        async with await seamkit.Agent.load(manifest, model=ScriptedModel([])) as agent:
+            echo = agent.tools["echo"]
+            started = time.monotonic()
+            found = await asyncio.gather(
+                *(echo.call({"text": str(i)}, seamkit.ActionContext()) for i in range(16))
+            )
+            return time.monotonic() - started, found
+
+    took, found = asyncio.run(go())
+    assert all(
+        r.content.startswith(f"Error: Unavailable: cannot reach NATS at {url}") for r in found
+    )
+    assert took < 1.5, f"16 calls took {took:.2f}s to fail"  # one attempt, not one each
+
+
+def test_connecting_counts_against_the_calls_deadline() -> None:
+    """A server that accepts the connection and never says a word: the
+    call ends at its deadline, not after the connect attempts' own limits."""
+    with socket.create_server(("127.0.0.1", 0)) as mute:
+        url = f"nats://127.0.0.1:{mute.getsockname()[1]}"
+
+        async def go() -> tuple[float, list[seamkit.ToolResult]]:
+            manifest = echo_app(url, timeout_seconds=0.5)
+            async with await seamkit.Agent.load(manifest, model=ScriptedModel([])) as agent:
+                echo = agent.tools["echo"]
+                started = time.monotonic()
+                found = await asyncio.gather(
+                    *(echo.call({"text": str(i)}, seamkit.ActionContext()) for i in range(3))
+                )
+                return time.monotonic() - started, found
+
+        took, found = asyncio.run(go())
+    assert [r.content for r in found] == [
+        "Error: Timeout: tool service 'echo' did not finish within 0.5s"
+    ] * 3
+    assert took < 1.5, f"the calls took {took:.2f}s"
+
+
+def test_a_tools_time_out_may_lower_the_services_but_not_raise_it(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    slow_messages = {"timeout_seconds": 0.3, "message_timeout_seconds": 5}
+    manifest = app(
+        [service("echo", nats_url, **ECHO_PARAMS, **slow_messages)],
+        [tool("echo", "echo", TEXT, DELAY, collection="docs", timeout_seconds=5)],
+    )
+    started = time.monotonic()
+    found = run(manifest, ("echo", {"text": "x", "delay": 1.0}))
+    assert found["c1"] == "Error: Timeout: tool service 'echo' did not finish within 0.3s"
+    assert time.monotonic() - started < 1.0
+
+
+def test_runs_in_new_event_loops_leave_no_connection_behind(
+    nats_url: str, served: dict[str, ServiceProcess]
+) -> None:
+    """``Agent.run_sync`` runs each run in a loop of its own: the NATS
+    connection each loop opens closes with it."""
+    model = ScriptedModel([calls(("echo", {"text": "x"})), {"text": "done"}], each_run=True)
+    agent = asyncio.run(seamkit.Agent.load(echo_app(nats_url), model=model))
+
+    def once() -> None:
+        result = agent.run_sync("hi", context={"user": "ann"})
+        assert result.output == "done"
+        assert json.loads(results(result)["c1"])["user"] == "ann"
+
+    def open_files() -> int:
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    try:
+        once()
+        before = open_files()
+        for _ in range(5):
+            once()
+        grown = open_files() - before
+    finally:
+        asyncio.run(agent.aclose())
+    assert grown <= 1, f"5 runs left {grown} more open files"
+    assert not _CONNECTIONS[agent.exit_stack]._by_loop
+
+
+# --- discovery, looking ---------------------------------------------------------------
+
+
+@asynccontextmanager
+async def announced(url: str, name: str) -> AsyncIterator[Service]:
+    """A micro service ``name`` announcing a descriptor with one tool ``name``
+    (nothing serves the tool: discovery only reads the announcement)."""
+    descriptor = {"id": name, "subject": f"tools.{name}", "tools": [{"name": name}]}
+    client = await nats.connect(url)
+    try:
+        yield await add_service(
+            client,
+            name=name,
+            version="0.1.0",
+            metadata={DESCRIPTOR_KEY: json.dumps(descriptor)},
+        )
+    finally:
+        await client.close()
+
+
+def lookers() -> list[asyncio.Task[Any]]:
+    """The discovery tasks running in this loop."""
+    return [
+        t
+        for t in asyncio.all_tasks()
+        if getattr(t.get_coro(), "__qualname__", "") == "Discovered._every"
+    ]
+
+
+def test_concurrent_first_looks_start_one_looker_that_aclose_stops(nats_server: NatsServer) -> None:
+    section = ToolServicesConfig(
+        discover=True, servers=[nats_server.url], discover_interval_seconds=0.1
+    )
+
+    async def go() -> None:
+        async with announced(nats_server.url, "keeper"):  # an answer ends each look early
+            connections = Connections()
+            source = Discovered(section, connections)
+            found = await asyncio.gather(*(source.current() for _ in range(3)))
+            assert [[t.name for t in tools] for tools in found] == [["keeper"]] * 3
+            assert len(lookers()) == 1
+            await source.aclose()
+            await connections.aclose()
+            await asyncio.sleep(0.3)  # a looker left behind would look (and connect) again
+            assert lookers() == []
+            assert connections._by_loop == {}
+
+    asyncio.run(go())
+
+
+def test_a_service_that_misses_one_look_keeps_its_tools(nats_server: NatsServer) -> None:
+    section = ToolServicesConfig(discover=True, servers=[nats_server.url])
+
+    async def go() -> None:
+        connections = Connections()
+        source = Discovered(section, connections)
+
+        async def names() -> list[str]:
+            await source.look()
+            return sorted(t.name for t in await source.current())
+
+        try:
+            async with announced(nats_server.url, "keeper"):
+                async with announced(nats_server.url, "flappy"):
+                    assert await names() == ["flappy", "keeper"]
+                assert await names() == ["flappy", "keeper"]  # one look missed
+                async with announced(nats_server.url, "flappy"):
+                    assert await names() == ["flappy", "keeper"]  # back: the count starts over
+                assert await names() == ["flappy", "keeper"]
+                assert await names() == ["keeper"]  # two in a row: gone
+        finally:
+            await source.aclose()
+            await connections.aclose()
+
+    asyncio.run(go())
+
+
+# --- a worker stopping ------------------------------------------------------------------
+
+
+def publish_blocking(url: str, subject: str, requests: list[tuple[str, bytes]]) -> None:
+    """Publish ``requests`` (reply subject, envelope) on ``subject`` through
+    a plain socket, blocking this thread (and so its event loop: nothing
+    here reads them yet), and return once the server routed them all."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        reader = sock.makefile("rb")
+        assert reader.readline().startswith(b"INFO ")
+        out = [b'CONNECT {"verbose":false,"pedantic":false}\r\n']
+        for reply, payload in requests:
+            out.append(f"PUB {subject} {reply} {len(payload)}\r\n".encode() + payload + b"\r\n")
+        sock.sendall(b"".join([*out, b"PING\r\n"]))
+        while (line := reader.readline()) != b"PONG\r\n":
+            assert line, "the server closed the connection"
+        time.sleep(0.05)  # the server's writes to the worker's socket land
+
+
+def test_stopping_a_worker_answers_the_requests_already_on_their_way(nats_url: str) -> None:
+    async def go() -> tuple[dict[str, Any], list[str]]:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        worker = asyncio.ensure_future(
+            serve_nats(
+                Sleeper(),
+                servers=[nats_url],
+                subject="tools.draining.queued",
+                stop=stop,
+                drain_seconds=5,
+                ready=ready.set,
+            )
+        )
+        await asyncio.wait_for(ready.wait(), 10)
+        client = await nats.connect(nats_url)
+        try:
+            info = json.loads((await client.request("$SRV.INFO.sleeper", b"", timeout=2)).data)
+            replies = await client.subscribe("_INBOX.queued.*")
+            await client.flush()
+            envelopes = [
+                (f"_INBOX.queued.{i}", encode_request(f"q{i}", "ann", "{}", "{}"))
+                for i in range(20)
+            ]
+            publish_blocking(nats_url, "tools.draining.queued", envelopes)
+            stop.set()  # before the worker read any of them
+            await asyncio.wait_for(worker, 10)
+            answered: list[str] = []
+            with contextlib.suppress(TimeoutError):
+                while len(answered) < 20:
+                    msg = await replies.next_msg(timeout=2)
+                    answered.append(decode_reply(msg.data).id)
+        finally:
+            await client.close()
+        return info, answered
+
+    info, answered = asyncio.run(go())
+    assert sorted(answered) == sorted(f"q{i}" for i in range(20))
+    # the endpoint is the worker's own subscription, and $SRV.INFO still lists it
+    assert [(e["name"], e["subject"], e["queue_group"]) for e in info["endpoints"]] == [
+        ("invoke", "tools.draining.queued", QUEUE_GROUP)
+    ]
+
+
+def test_calls_past_the_drain_time_are_cancelled_before_teardown(nats_url: str) -> None:
+    sleeper = Sleeper()
+
+    async def go() -> float:
+        stop, ready = asyncio.Event(), asyncio.Event()
+        worker = asyncio.ensure_future(
+            serve_nats(
+                sleeper,
+                servers=[nats_url],
+                subject="tools.draining.late",
+                stop=stop,
+                drain_seconds=0.2,
+                ready=ready.set,
+            )
+        )
+        await asyncio.wait_for(ready.wait(), 10)
+        client = await nats.connect(nats_url)
+        try:
+            payload = encode_request("late", "ann", "{}", json.dumps({"seconds": 30}))
+            await client.publish("tools.draining.late", payload, reply="_INBOX.late.1")
+            await client.flush()
+            while "started" not in sleeper.events:
+                await asyncio.sleep(0.01)
+            started = time.monotonic()
+            stop.set()
+            await asyncio.wait_for(worker, 10)
+            return time.monotonic() - started
+        finally:
+            await client.close()
+
+    took = asyncio.run(go())
+    assert sleeper.events == ["started", "cancelled", "teardown"]
+    assert took < 2
+
+
+def test_a_worker_whose_setup_fails_closes_its_connection(nats_url: str) -> None:
+    async def go() -> set[asyncio.Task[Any]]:
+        with pytest.raises(RuntimeError, match="setup failed on purpose"):
+            await serve_nats(
+                Sleeper(fail_setup=True),
+                servers=[nats_url],
+                subject="tools.draining.setup",
+                stop=asyncio.Event(),
+            )
+        await asyncio.sleep(0.05)
+        return {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+
+    assert asyncio.run(go()) == set()  # an open connection keeps tasks of its own
+
+
+def test_serving_on_nats_servers_that_cannot_be_reached_is_a_one_line_error() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    command = [str(SEAMKIT), "tool-service", "serve", "tests.plugins.services.basic:Echo"]
+    command += ["--transport", "nats", "--servers", url, "--workers", "2"]
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        },
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Traceback" not in output
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2  # one line from each worker
+    assert all(line.startswith(f"error: cannot reach NATS at {url}") for line in errors)
+    assert "hint: start nats-server" in done.stderr

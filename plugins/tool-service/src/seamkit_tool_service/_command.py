@@ -53,7 +53,8 @@ def _service_or_fail(
 
 
 def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) -> None:
-    """One NATS worker process: serve until SIGTERM or SIGINT."""
+    """One NATS worker process: serve until SIGTERM or SIGINT. A seamkit
+    error (no NATS server to reach) is one line (and a hint), exit code 1."""
     from ._nats_worker import serve_nats  # lazy: the [nats] extra
 
     async def main() -> None:
@@ -74,7 +75,13 @@ def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) 
             ready=ready,
         )
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except seamkit.SeamkitError as exc:
+        click.echo(f"error: {exc.message}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(1)
 
 
 def _serve_nats(
@@ -85,16 +92,17 @@ def _serve_nats(
         context.Process(target=_nats_worker, args=(spec, list(servers), subject, drain))
         for _ in range(workers)
     ]
-    for process in processes:
-        process.start()
 
     def forward(signum: int, frame: object) -> None:
         for process in processes:
             if process.pid is not None and process.is_alive():
                 os.kill(process.pid, signal.SIGTERM)
 
+    # before the workers start: a signal meanwhile reaches those started
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    for process in processes:
+        process.start()
     for process in processes:
         process.join()
     failed = [p.exitcode for p in processes if p.exitcode not in (0, -signal.SIGTERM)]

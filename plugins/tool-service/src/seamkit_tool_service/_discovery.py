@@ -5,13 +5,13 @@ from the metadata key ``seamkit.descriptor``.
 `Discovered` is a `seamkit.ToolSource`: the agent asks it for its tools at
 the start of each run and swaps in a changed set before the run starts. It
 looks again every ``discover_interval_seconds`` in the background; a service
-that no longer answers loses its tools at the next look.
+that no longer answers loses its tools when it missed `MISSES_ALLOWED` + 1
+looks in a row (one answer lost to a busy moment does not take them away).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import Sequence
@@ -22,10 +22,13 @@ from ._config import ServiceDescriptor, ToolServicesConfig, check_config
 from ._errors import ToolServiceError
 from ._tools import Connections, service_tool
 
-__all__ = ["DESCRIPTOR_KEY", "Discovered"]
+__all__ = ["DESCRIPTOR_KEY", "MISSES_ALLOWED", "Discovered"]
 
 DESCRIPTOR_KEY = "seamkit.descriptor"
 """The micro service metadata key holding the service's descriptor (JSON)."""
+
+MISSES_ALLOWED = 1
+"""Looks in a row a known service may miss and keep its tools."""
 
 log = logging.getLogger("seamkit_tool_service")
 
@@ -38,27 +41,39 @@ class Discovered:
         self._interval = section.discover_interval_seconds
         self._connections = connections
         self._known: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+        self._missed: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._first: asyncio.Event | None = None
+        self._closed = False
 
     async def current(self) -> Sequence[Tool]:
         """The tools of the services seen at the last look (looking now on
-        the first call in an event loop)."""
+        the first call in an event loop; calls meanwhile wait for that look)."""
         loop = asyncio.get_running_loop()
-        if self._task is None or self._task.done() or self._loop is not loop:
-            await self.look()
+        if not self._closed and (self._task is None or self._task.done() or self._loop is not loop):
+            # the task is set before anything is awaited: one looker per loop
+            self._first = asyncio.Event()
             self._loop = loop
-            self._task = loop.create_task(self._every())
+            self._task = loop.create_task(self._every(self._first))
+        first = self._first
+        if first is not None and self._loop is loop:
+            await first.wait()
         return tuple(tool for _, tools in self._known.values() for tool in tools)
 
     async def look(self) -> None:
-        """Ask every service for its info now and keep what answered."""
+        """Ask every service for its info now and keep what answered (and
+        what missed no more than `MISSES_ALLOWED` looks in a row)."""
+        if self._closed:
+            return
         try:
             answers = await self._connections.nats(self._servers).gather(
                 "$SRV.INFO", wait=1.0, quiet=0.1
             )
         except ToolServiceError as exc:
             log.warning("tool service discovery: %s", exc.message)
+            return
+        if self._closed:
             return
         seen: dict[str, str] = {}
         for answer in answers:
@@ -70,6 +85,11 @@ class Discovered:
             if isinstance(text, str):
                 seen.setdefault(str(info.get("name")), text)
         known: dict[str, tuple[str, tuple[Tool, ...]]] = {}
+        missed: dict[str, int] = {}
+        for name, kept in self._known.items():
+            if name not in seen and self._missed.get(name, 0) < MISSES_ALLOWED:
+                known[name] = kept  # missed this look: kept, for now
+                missed[name] = self._missed.get(name, 0) + 1
         for name, text in seen.items():
             previous = self._known.get(name)
             if previous is not None and previous[0] == text:
@@ -78,7 +98,7 @@ class Discovered:
             tools = self._tools(name, text)
             if tools is not None:
                 known[name] = (text, tools)
-        self._known = known
+        self._known, self._missed = known, missed
 
     def _tools(self, name: str, text: str) -> tuple[Tool, ...] | None:
         try:
@@ -111,16 +131,25 @@ class Discovered:
             )
         return tuple(tools)
 
-    async def _every(self) -> None:
-        while True:
+    async def _every(self, first: asyncio.Event) -> None:
+        try:
+            await self._look_quietly()
+        finally:
+            first.set()
+        while not self._closed:
             await asyncio.sleep(self._interval)
-            with contextlib.suppress(Exception):
-                await self.look()
+            await self._look_quietly()
+
+    async def _look_quietly(self) -> None:
+        try:
+            await self.look()
+        except Exception as exc:  # a look that fails is tried again at the next
+            log.warning("tool service discovery: %s: %s", type(exc).__name__, exc)
 
     async def aclose(self) -> None:
-        """Stop looking."""
+        """Stop looking (for good: `look` does nothing after this)."""
+        self._closed = True
         task, self._task = self._task, None
         if task is not None and not task.done() and self._loop is asyncio.get_running_loop():
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await asyncio.wait([task])

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._errors import ToolServiceError
 from ._transport import NO_RESPONDERS, Call, Dropped, Inbox, Replies
@@ -22,16 +22,25 @@ if TYPE_CHECKING:
     from nats.aio.client import Client
     from nats.aio.msg import Msg
 
-__all__ = ["NatsTransport", "connect"]
+__all__ = ["FAILURE_MEMORY_SECONDS", "NatsTransport", "connect"]
 
 log = logging.getLogger("seamkit_tool_service")
+
+FAILURE_MEMORY_SECONDS = 1.0
+"""How long a failed attempt to connect answers for the calls that come
+after it (then the next call tries again)."""
+
+
+def _again(error: ToolServiceError) -> ToolServiceError:
+    """A fresh copy of a shared error (one raise per waiter, no shared traceback)."""
+    return ToolServiceError(error.error_type, error.message, service=error.service, hint=error.hint)
 
 
 async def connect(servers: Sequence[str], *, name: str) -> Client:
     """A nats-py client on ``servers`` that keeps reconnecting; raises
     `ToolServiceError` (``Unavailable``) when none can be reached."""
     try:
-        import nats
+        from nats.aio.client import Client as NatsClient
     except ImportError:
         raise ToolServiceError(
             "Unavailable",
@@ -45,53 +54,113 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
     async def on_disconnect() -> None:
         log.info("NATS (%s): disconnected, reconnecting", name)
 
+    options: dict[str, Any] = {  # nats-py's stub wants an int wait, a float works
+        "name": name,
+        "connect_timeout": 2,
+        "reconnect_time_wait": 0.25,
+        # nats-py applies this to the first connect too, where -1 would
+        # retry forever: give up after two tries per server there ...
+        "max_reconnect_attempts": 1,
+        "allow_reconnect": True,
+        "error_cb": on_error,
+        "disconnected_cb": on_disconnect,
+    }
+    client = NatsClient()
     try:
-        client: Client = await nats.connect(
-            servers=list(servers),
-            name=name,
-            connect_timeout=2,
-            reconnect_time_wait=0.25,
-            # nats-py applies this to the first connect too, where -1 would
-            # retry forever: give up after two tries per server there ...
-            max_reconnect_attempts=1,
-            allow_reconnect=True,
-            error_cb=on_error,
-            disconnected_cb=on_disconnect,
-        )
+        await client.connect(servers=list(servers), **options)
     except Exception as exc:
         raise ToolServiceError(
             "Unavailable",
             f"cannot reach NATS at {', '.join(servers)}: {type(exc).__name__}: {exc}",
             hint="start nats-server, or fix the servers of the tool service",
         ) from None
+    except BaseException:  # called off midway: nats-py would leave its socket open
+        await client.close()
+        raise
     client.options["max_reconnect_attempts"] = -1  # ... and, once connected, reconnect forever
     return client
 
 
 class NatsTransport:
-    """Calls services on one NATS server list."""
+    """Calls services on one NATS server list.
+
+    The connection is opened by the first call that needs it; calls that
+    come meanwhile wait for that one attempt (each no longer than its own
+    deadline), and a failed attempt is remembered for
+    `FAILURE_MEMORY_SECONDS`, so a burst of calls with the server down
+    fails together, at once."""
 
     def __init__(self, servers: Sequence[str], *, name: str = "seamkit-agent") -> None:
         self._servers = tuple(servers)
         self._name = name
         self._client: Client | None = None
-        self._lock = asyncio.Lock()
+        self._connecting: asyncio.Task[tuple[Client, str]] | None = None
+        self._failure: tuple[float, ToolServiceError] | None = None
         self._prefix = ""
         self._inboxes: dict[str, Inbox] = {}
         self.dropped = Dropped()
 
     async def _connected(self) -> tuple[Client, str]:
+        """The connection and its inbox prefix, connecting when there is none.
+        Raises `ToolServiceError` (``Unavailable``) when it cannot connect."""
         client = self._client
         if client is not None and not client.is_closed:
             return client, self._prefix
-        async with self._lock:
-            if self._client is None or self._client.is_closed:
-                client = await connect(self._servers, name=self._name)
-                prefix = f"_INBOX.{secrets.token_hex(8)}"
-                await client.subscribe(prefix + ".*", cb=self._on_reply)
-                self._client, self._prefix = client, prefix
-        assert self._client is not None
-        return self._client, self._prefix
+        loop = asyncio.get_running_loop()
+        failure = self._failure
+        if failure is not None and loop.time() < failure[0]:
+            raise _again(failure[1])
+        attempt = self._connecting
+        if attempt is None:
+            attempt = self._connecting = loop.create_task(self._connect())
+            attempt.add_done_callback(self._attempted)
+        try:
+            # shielded: a waiter that gives up (its deadline) leaves the
+            # attempt to the others
+            return await asyncio.shield(attempt)
+        except ToolServiceError as exc:
+            raise _again(exc) from None
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if attempt.cancelled() and (task is None or not task.cancelling()):
+                # the attempt was called off (aclose), this waiter was not
+                raise ToolServiceError(
+                    "Unavailable", f"the NATS connection to {', '.join(self._servers)} was closed"
+                ) from None
+            raise
+
+    async def _connect(self) -> tuple[Client, str]:
+        """One attempt to connect (a task its waiters share)."""
+        loop = asyncio.get_running_loop()
+        try:
+            client = await connect(self._servers, name=self._name)
+        except ToolServiceError as exc:
+            self._failure = (loop.time() + FAILURE_MEMORY_SECONDS, exc)
+            raise
+        prefix = f"_INBOX.{secrets.token_hex(8)}"
+        try:
+            self._prefix = prefix
+            await client.subscribe(prefix + ".*", cb=self._on_reply)
+        except Exception as exc:
+            await client.close()
+            error = ToolServiceError(
+                "Unavailable",
+                f"cannot subscribe on NATS at {', '.join(self._servers)}: "
+                f"{type(exc).__name__}: {exc}",
+            )
+            self._failure = (loop.time() + FAILURE_MEMORY_SECONDS, error)
+            raise error from None
+        except BaseException:
+            await client.close()
+            raise
+        self._client, self._failure = client, None
+        return client, prefix
+
+    def _attempted(self, attempt: asyncio.Task[tuple[Client, str]]) -> None:
+        if self._connecting is attempt:
+            self._connecting = None
+        if not attempt.cancelled():
+            attempt.exception()  # retrieved: its waiters may all have given up
 
     async def _on_reply(self, msg: Msg) -> None:
         call_id = msg.subject[len(self._prefix) + 1 :]
@@ -108,7 +177,13 @@ class NatsTransport:
     async def exchange(self, call: Call) -> Replies:
         """Publish the request with the call's own reply subject; its replies
         come to that subject."""
-        client, prefix = await self._connected()
+        client, prefix = self._client, self._prefix
+        if client is None or client.is_closed:
+            try:
+                async with asyncio.timeout_at(call.deadline):
+                    client, prefix = await self._connected()
+            except TimeoutError:
+                raise call.timed_out(overall=True) from None
         inbox = self._inboxes[call.call_id] = Inbox()
         headers = dict(call.headers) if call.headers else None
         try:
@@ -134,13 +209,20 @@ class NatsTransport:
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:
         """Every reply to one request on ``subject`` (a scatter-gather such as
         ``$SRV.INFO``): collected for up to ``wait`` seconds, ending early
-        once ``quiet`` seconds pass without one."""
-        client, _ = await self._connected()
+        once ``quiet`` seconds pass without one (connecting counts in ``wait``)."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait
+        try:
+            async with asyncio.timeout_at(end):
+                client, _ = await self._connected()
+        except TimeoutError:
+            raise ToolServiceError(
+                "Unavailable",
+                f"could not connect to NATS at {', '.join(self._servers)} within {wait:g}s",
+            ) from None
         inbox = client.new_inbox()
         subscription = await client.subscribe(inbox)
         out: list[bytes] = []
-        loop = asyncio.get_running_loop()
-        end = loop.time() + wait
         try:
             await client.publish(subject, b"", reply=inbox)
             while (left := end - loop.time()) > 0:
@@ -155,7 +237,11 @@ class NatsTransport:
         return out
 
     async def aclose(self) -> None:
-        """Close the connection (idempotent)."""
+        """Close the connection, calling off an attempt to connect (idempotent)."""
+        attempt, self._connecting = self._connecting, None
+        if attempt is not None and not attempt.done():
+            attempt.cancel()
+            await asyncio.wait([attempt])
         client, self._client = self._client, None
         if client is not None and not client.is_closed:
             await client.close()

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import secrets
 import weakref
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from seamkit import ActionContext, Secret, Tool, ToolResult, redact
@@ -27,12 +28,14 @@ from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
 from ._trace import outgoing
-from ._transport import Call, Replies, Transport
+from ._transport import Call, Dropped, Replies, Transport
 
 __all__ = ["USER_PROPERTY", "Connections", "service_tool"]
 
 USER_PROPERTY = "user"
 """The `ActionContext` property sent as the envelope's ``user``."""
+
+log = logging.getLogger("seamkit_tool_service")
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _prefix = secrets.token_hex(4)
@@ -52,16 +55,20 @@ def _plain(value: object) -> object:
 
 class Connections:
     """The transports of one agent, made when first used, one set per event
-    loop (a connection belongs to the loop that opened it)."""
+    loop (a connection belongs to the loop that opened it).
+
+    The set of a loop is closed when the loop shuts down (``asyncio.run``
+    and ``Agent.run_sync`` close their async generators then, a guard among
+    them), or by `aclose` in that loop. A loop closed without that leaves
+    its set behind until the next loop's first call, which drops it."""
 
     def __init__(self) -> None:
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[tuple[str, ...], Transport]
-        ] = weakref.WeakKeyDictionary()
-        self._last: tuple[asyncio.AbstractEventLoop | None, dict[tuple[str, ...], Transport]] = (
+        self._by_loop: dict[asyncio.AbstractEventLoop, _Table] = {}
+        self._last: tuple[weakref.ref[asyncio.AbstractEventLoop] | None, _Table | None] = (
             None,
-            {},
+            None,
         )
+        self._retired = Dropped()
 
     @staticmethod
     def key(service: ServiceDescriptor) -> tuple[str, ...]:
@@ -71,14 +78,54 @@ class Connections:
     def get(self, key: tuple[str, ...]) -> Transport:
         """The transport ``key`` names, for the running loop."""
         loop = asyncio.get_running_loop()
-        last_loop, table = self._last
-        if last_loop is not loop:
-            table = self._by_loop.get(loop) or self._by_loop.setdefault(loop, {})
-            self._last = (loop, table)
-        found = table.get(key)
+        last, table = self._last
+        if table is None or last is None or last() is not loop:
+            table = self._table(loop)
+        found = table.transports.get(key)
         if found is None:
-            found = table[key] = NatsTransport(key[1:]) if key[0] == "nats" else HttpTransport()
+            found = table.transports[key] = (
+                NatsTransport(key[1:]) if key[0] == "nats" else HttpTransport()
+            )
         return found
+
+    def _table(self, loop: asyncio.AbstractEventLoop) -> _Table:
+        table = self._by_loop.get(loop)
+        if table is None:
+            for ended in [other for other in self._by_loop if other.is_closed()]:
+                self._retire(self._by_loop.pop(ended))  # its sockets go with the objects
+            table = self._by_loop[loop] = _Table()
+            table.guard = _started(self._guard(loop, table))
+        self._last = (weakref.ref(loop), table)
+        return table
+
+    async def _guard(
+        self, loop: asyncio.AbstractEventLoop, table: _Table
+    ) -> AsyncGenerator[None, None]:
+        """Suspended for the life of the loop: the loop closes it when it
+        shuts down (or `aclose` does), and that closes the loop's transports."""
+        try:
+            yield
+        finally:
+            await self._close(loop, table)
+
+    async def _close(self, loop: asyncio.AbstractEventLoop, table: _Table) -> None:
+        if self._by_loop.get(loop) is table:
+            del self._by_loop[loop]
+        if self._last[1] is table:
+            self._last = (None, None)
+        self._retire(table)
+        for transport in table.transports.values():
+            try:
+                await transport.aclose()
+            except Exception as exc:  # a connection that broke on its own
+                log.debug("closing a transport: %s: %s", type(exc).__name__, exc)
+
+    def _retire(self, table: _Table) -> None:
+        """Keep the counts of a table that goes away."""
+        for transport in table.transports.values():
+            self._retired.stray += transport.dropped.stray
+            self._retired.duplicate += transport.dropped.duplicate
+        table.guard = None
 
     def transport(self, service: ServiceDescriptor) -> Transport:
         """The transport that reaches ``service`` from the running loop."""
@@ -91,23 +138,47 @@ class Connections:
         return found
 
     def dropped(self) -> dict[str, int]:
-        """The replies its transports dropped: ``stray`` and ``duplicate``."""
-        out = {"stray": 0, "duplicate": 0}
+        """The replies its transports dropped: ``stray`` and ``duplicate``
+        (those of loops that ended too)."""
+        out = {"stray": self._retired.stray, "duplicate": self._retired.duplicate}
         for table in list(self._by_loop.values()):
-            for transport in table.values():
+            for transport in table.transports.values():
                 out["stray"] += transport.dropped.stray
                 out["duplicate"] += transport.dropped.duplicate
         return out
 
     async def aclose(self) -> None:
         """Close the transports of the running loop (those of loops that
-        ended went with them)."""
-        loop = asyncio.get_running_loop()
-        table = self._by_loop.pop(loop, {})
-        if self._last[0] is loop:
-            self._last = (None, {})
-        for transport in table.values():
-            await transport.aclose()
+        ended were closed when they did)."""
+        table = self._by_loop.get(asyncio.get_running_loop())
+        if table is not None:
+            guard = table.guard
+            if guard is None:
+                await self._close(asyncio.get_running_loop(), table)
+            else:
+                await guard.aclose()
+
+
+class _Table:
+    """The transports of one loop and the guard that closes them."""
+
+    __slots__ = ("guard", "transports")
+
+    def __init__(self) -> None:
+        self.transports: dict[tuple[str, ...], Transport] = {}
+        self.guard: AsyncGenerator[None, None] | None = None
+
+
+def _started(guard: AsyncGenerator[None, None]) -> AsyncGenerator[None, None]:
+    """``guard`` run to its first ``yield``, from synchronous code in a
+    running loop: its first step is what tells the loop (through its async
+    generator hooks) to close it at shutdown."""
+    step = guard.asend(None)
+    try:
+        step.send(None)
+    except StopIteration:
+        return guard
+    raise RuntimeError("the guard awaited before its first yield")  # pragma: no cover
 
 
 def _failed(error: ToolServiceError | tuple[str, str], secrets: Sequence[str]) -> ToolResult:
@@ -194,7 +265,11 @@ def service_tool(
     values) and the model's arguments, which ``arguments`` describe."""
     config_text = _dumps(_plain(config))
     config_secrets = tuple(secret_texts(config))
-    total = timeout_seconds or service.timeout_seconds
+    total = (
+        service.timeout_seconds
+        if timeout_seconds is None
+        else min(timeout_seconds, service.timeout_seconds)  # a tool may lower it, not raise it
+    )
     message_timeout = min(service.message_timeout, total)
     key = Connections.key(service)
 
@@ -202,7 +277,7 @@ def service_tool(
         user = ctx.get(USER_PROPERTY, "")
         if isinstance(user, Secret):
             user = user.get_secret_value()
-        secrets = config_secrets + ctx.secret_texts if ctx else config_secrets
+        secrets = config_secrets + ctx.secret_texts
         call_id = f"{_prefix}{next(_counter):x}"
         payload = encode_request(call_id, str(user), config_text, _dumps(values))
         transport = connections.get(key)
@@ -219,6 +294,11 @@ def service_tool(
         except ToolServiceError as exc:
             await replies.aclose()
             return _failed(exc, secrets)
+        except BaseException:
+            # cancelled (or worse) while waiting: stop listening all the same,
+            # or the inbox stays and its late replies go uncounted
+            await asyncio.shield(replies.aclose())
+            raise
         if first.error is not None or first.end_of_stream:
             await replies.aclose()
             if first.error is not None:

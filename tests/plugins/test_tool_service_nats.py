@@ -618,20 +618,27 @@ def test_a_cancelled_call_stops_listening_and_its_late_reply_is_counted(
     assert dropped == {"stray": 0, "duplicate": 5}
 
 
-def test_calls_with_nats_down_share_one_attempt_and_fail_together() -> None:
-    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+def burst(url: str, calls: int, **fields: Any) -> tuple[float, list[seamkit.ToolResult]]:
+    """``calls`` concurrent calls of the echo tool on ``url``: how long they
+    took together, and their results."""
 
     async def go() -> tuple[float, list[seamkit.ToolResult]]:
-        manifest = echo_app(url, timeout_seconds=20)
+        manifest = echo_app(url, **fields)
         async with await seamkit.Agent.load(manifest, model=ScriptedModel([])) as agent:
             echo = agent.tools["echo"]
             started = time.monotonic()
             found = await asyncio.gather(
-                *(echo.call({"text": str(i)}, seamkit.ActionContext()) for i in range(16))
+                *(echo.call({"text": str(i)}, seamkit.ActionContext()) for i in range(calls))
             )
             return time.monotonic() - started, found
 
-    took, found = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_calls_with_nats_down_share_one_attempt_and_fail_together() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+
+    took, found = burst(url, 16, timeout_seconds=20)
     assert all(
         r.content.startswith(f"Error: Unavailable: cannot reach NATS at {url}") for r in found
     )
@@ -643,18 +650,7 @@ def test_connecting_counts_against_the_calls_deadline() -> None:
     call ends at its deadline, not after the connect attempts' own limits."""
     with socket.create_server(("127.0.0.1", 0)) as mute:
         url = f"nats://127.0.0.1:{mute.getsockname()[1]}"
-
-        async def go() -> tuple[float, list[seamkit.ToolResult]]:
-            manifest = echo_app(url, timeout_seconds=0.5)
-            async with await seamkit.Agent.load(manifest, model=ScriptedModel([])) as agent:
-                echo = agent.tools["echo"]
-                started = time.monotonic()
-                found = await asyncio.gather(
-                    *(echo.call({"text": str(i)}, seamkit.ActionContext()) for i in range(3))
-                )
-                return time.monotonic() - started, found
-
-        took, found = asyncio.run(go())
+        took, found = burst(url, 3, timeout_seconds=0.5)
     assert [r.content for r in found] == [
         "Error: Timeout: tool service 'echo' did not finish within 0.5s"
     ] * 3
@@ -664,9 +660,12 @@ def test_connecting_counts_against_the_calls_deadline() -> None:
 def test_a_tools_time_out_may_lower_the_services_but_not_raise_it(
     nats_url: str, served: dict[str, ServiceProcess]
 ) -> None:
-    slow_messages = {"timeout_seconds": 0.3, "message_timeout_seconds": 5}
     manifest = app(
-        [service("echo", nats_url, **ECHO_PARAMS, **slow_messages)],
+        [
+            service(
+                "echo", nats_url, "", **ECHO_PARAMS, timeout_seconds=0.3, message_timeout_seconds=5
+            )
+        ],
         [tool("echo", "echo", TEXT, DELAY, collection="docs", timeout_seconds=5)],
     )
     started = time.monotonic()

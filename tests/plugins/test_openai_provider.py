@@ -29,6 +29,7 @@ from seamkit.plugins import get_registry
 from seamkit.stream import RunFinished, TextDelta, ToolCallEmitted
 from seamkit_openai import OpenAIConfig, build_model
 
+from tests.conftest import free_port
 from tests.plugins.openai_server import ReplayServer, Reply
 
 CANARY = "sk-canary-7f3a9c41d2"
@@ -672,13 +673,6 @@ def test_x_should_retry_true_retries_a_400(server: ReplayServer) -> None:
         Reply.json(TEXT),
     )
     assert asyncio.run(model_for(server, "x-should").complete(ask())).message.text == "ok"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def test_a_refused_connection_is_retried_then_reported(caplog: pytest.LogCaptureFixture) -> None:

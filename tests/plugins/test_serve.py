@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,19 +24,13 @@ import openai
 import pytest
 import seamkit
 
+from tests.conftest import free_port
 from tests.plugins.openai_server import ReplayServer, Reply
 
 APPS = Path(__file__).resolve().parent.parent / "fixtures" / "serve"
 SEAMKIT = Path(sys.executable).with_name("seamkit")
 KEY_A = "sk-serve-canary-aaaa1111"
 KEY_B = "sk-serve-canary-bbbb2222"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class Served:

@@ -34,8 +34,9 @@ from seamkit.testing import ScriptedModel
 from seamkit.testing.strategies import json_values
 from seamkit_tool_service import EnvelopeError, Reply, Request
 
+from tests.conftest import free_port
 from tests.plugins.services.http_extra import CANARY
-from tests.plugins.tool_services import ServiceProcess, app, free_port, results, tool
+from tests.plugins.tool_services import ServiceProcess, app, results, tool
 
 SEAMKIT = Path(sys.executable).with_name("seamkit")
 SPECS = {

@@ -53,13 +53,13 @@ from seamkit_tool_service._kind import _CONNECTIONS
 from seamkit_tool_service._nats_worker import QUEUE_GROUP, serve_nats
 from seamkit_tool_service._tools import Connections, service_tool
 
+from tests.conftest import free_port
 from tests.plugins.services.nats_extra import Sleeper
 from tests.plugins.tool_services import (
     ROOT,
     SEAMKIT,
     ServiceProcess,
     app,
-    free_port,
     results,
     tool,
 )

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,16 +21,10 @@ from typing import Any
 import httpx
 import seamkit
 
+from tests.conftest import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 SEAMKIT = Path(sys.executable).with_name("seamkit")
-
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class ServiceProcess:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 from joke_service import JOKES, JokeService, pick_joke
 from seamkit_tool_service import decode_reply, encode_request
 
-from tests.plugins.tool_services import ROOT, SEAMKIT, ServiceProcess, free_port
+from tests.conftest import free_port
+from tests.plugins.tool_services import ROOT, SEAMKIT, ServiceProcess
 
 if TYPE_CHECKING:
     from tests.plugins.nats_server import NatsServer

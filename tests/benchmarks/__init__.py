@@ -14,6 +14,8 @@ and returns a result built by :func:`tests.benchmarks._harness.result`::
             ...
         ],
         "all_met": bool,           # every figure with a target met it
+        "python": "3.11.7",        # the interpreter and the CPU count it ran on
+        "cpus": int,
         ...                        # anything else the benchmark wants to report
     }
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import os
 import pkgutil
 import statistics
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,13 +63,16 @@ def result(
     figures: list[dict[str, Any]],
     **extra: Any,
 ) -> dict[str, Any]:
-    """The dict a benchmark's ``main`` returns (see the package docstring)."""
+    """The dict a benchmark's ``main`` returns (see the package docstring),
+    with the interpreter's version and the CPU count it ran on."""
     return {
         "benchmark": benchmark,
         "quick": quick,
         "baseline": baseline,
         "figures": figures,
         "all_met": all(f["met"] for f in figures if f["target"] is not None),
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
         **extra,
     }
 

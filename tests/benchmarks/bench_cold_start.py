@@ -126,9 +126,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         baseline="baseline",
         figures=figures,
         rounds=rounds,
-        python=sys.version.split()[0],
         executable=sys.executable,
-        cpus=os.cpu_count(),
         first_party_plugins=plugins,
         plugins_missing=missing,
     )

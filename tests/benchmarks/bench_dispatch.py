@@ -450,10 +450,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         rounds=rounds,
         calls_per_sample=dict(calls),
         hook_counts=list(HOOK_COUNTS),
-        python=sys.version.split()[0],
         pluggy=metadata.version("pluggy"),
         executable=sys.executable,
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

@@ -526,10 +526,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         sizes=list(sizes),
         per="dispatch",
         rounds=rounds,
-        python=sys.version.split()[0],
         pydantic=pydantic,
         executable=sys.executable,
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

@@ -743,8 +743,6 @@ def main(quick: bool = False) -> dict[str, Any]:
             k: statistics.median(v) * 1e3 for k, v in found["cpu_wall"]["wall"].items()
         },
         versions=versions,
-        python=sys.version.split()[0],
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

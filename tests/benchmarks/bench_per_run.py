@@ -903,10 +903,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         per="run",
         rounds=rounds,
         configs=[list(c) for c in CONFIGS],
-        python=sys.version.split()[0],
         versions=versions,
         executable=sys.executable,
-        cpus=os.cpu_count(),
     )
     _print(res, measured)
     if missing and not quick:

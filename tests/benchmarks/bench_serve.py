@@ -1183,8 +1183,6 @@ def main(quick: bool = False) -> dict[str, Any]:
         rss_before_stores=found["rss_before_stores"],
         captured_bytes=found["captured_bytes"],
         versions=versions,
-        python=sys.version.split()[0],
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

@@ -323,10 +323,8 @@ def main(quick: bool = False) -> dict[str, Any]:
         per="call",
         rounds=rounds,
         calls_per_sample=dict(calls),
-        python=sys.version.split()[0],
         pydantic=pydantic,
         executable=sys.executable,
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

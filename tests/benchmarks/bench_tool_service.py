@@ -557,8 +557,6 @@ def main(quick: bool = False) -> dict[str, Any]:
         problems=problems,
         **counts,
         versions=versions,
-        python=sys.version.split()[0],
-        cpus=os.cpu_count(),
     )
     _print(res)
     return res

@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         RequestPatch as RequestPatch,
     )
     from ._secret import (
+        Redactor as Redactor,
         Secret as Secret,
         redact as redact,
     )
@@ -155,6 +156,7 @@ _PUBLIC: dict[str, str] = {
     "SessionsConfig": "._manifest",
     "Settings": "._config",
     "RequestPatch": "._patch",
+    "Redactor": "._secret",
     "Secret": "._secret",
     "redact": "._secret",
     "SQLiteSessionStore": "._sessions",

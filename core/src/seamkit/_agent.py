@@ -14,6 +14,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ._config import ModelConfig
 from ._context import ActionContext, HookContext, system_clock
 from ._dispatch import Dispatcher, Observer
@@ -24,7 +26,7 @@ from ._manifest import AppConfig, Settings
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
 from ._patch import RequestPatch
 from ._registry import BuildContext, Registry
-from ._secret import redact, secret_texts
+from ._secret import Redactor, secret_texts
 from ._sessions import SessionStore, StoredSession
 from ._tool import Tool
 from ._toolmap import ToolMap
@@ -95,6 +97,16 @@ class Agent:
         self.base_dir = Path(base_dir) if base_dir is not None else None
         self.config = config
         """The manifest this agent was loaded from (``None`` when built in code)."""
+        self.redactor = Redactor(secret_texts(config, model))
+        """Masks the secrets of the manifest and the model config; each run's
+        ``ctx.redactor`` adds the run's context secrets."""
+        self._sections: dict[str, BaseModel] = {}
+        if config is not None:
+            self._sections = {
+                key: value
+                for key in self.registry.sections
+                if (value := config.section(key)) is not None
+            }
         self.exit_stack = exit_stack if exit_stack is not None else AsyncExitStack()
         """Where tool kinds register what ``async with agent`` closes."""
         build = BuildContext(
@@ -266,6 +278,8 @@ class Agent:
             tools=plan.tools,
             clock=self.clock,
             session_state=state,
+            redactor=self.redactor,
+            sections=self._sections,
         )
         ctx.diagnostics.extend(notes)
         messages = [*_answer_dangling(history), *_messages(input)]
@@ -438,7 +452,7 @@ def _emitter(
             try:
                 observer(ctx, event)
             except Exception as exc:
-                text = redact(f"{type(exc).__name__}: {exc}", secret_texts(ctx.action_context))
+                text = ctx.redactor(f"{type(exc).__name__}: {exc}")
                 log.warning("run observer %r failed: %s", observer, text)
 
     return emit

@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ._secret import Secret, secret_texts
+from pydantic import BaseModel
+
+from ._secret import Redactor, Secret, secret_texts
 
 __all__ = ["ActionContext", "HookContext", "Scratchpad", "system_clock"]
 
@@ -137,6 +139,12 @@ class HookContext:
     reads the agent's clock; ``diagnostics`` collects the run's
     :class:`seamkit.Diagnostic` records (a hook may add its own).
 
+    ``redactor`` masks every secret the run knows (the agent's manifest and
+    model config, and the run's context) in any text; use it on whatever a
+    plugin writes out (logs, spans, errors). ``sections`` are the agent
+    manifest's plugin-owned sections (``section(key)`` reads one), so that a
+    plugin-wide hookimpl can read its own.
+
     ``session_state`` is a small JSON mapping that outlives the run: the
     session's ``state`` (saved with its transcript, in one transaction) for a
     run with ``session=``, else one mapping the agent keeps for all its runs
@@ -146,7 +154,10 @@ class HookContext:
     """
 
     __slots__ = (
+        "_agent_redactor",
         "_clock",
+        "_redactor",
+        "_sections",
         "action_context",
         "agent_name",
         "diagnostics",
@@ -170,6 +181,8 @@ class HookContext:
         turn: int = 0,
         scratchpad: Scratchpad | None = None,
         session_state: dict[str, Any] | None = None,
+        redactor: Redactor | None = None,
+        sections: Mapping[str, BaseModel] | None = None,
     ) -> None:
         self.run_id = run_id or uuid.uuid4().hex
         self.agent_name = agent_name
@@ -181,6 +194,27 @@ class HookContext:
         self.scratchpad = scratchpad if scratchpad is not None else Scratchpad()
         self.diagnostics: list[Any] = []
         self.session_state: dict[str, Any] = {} if session_state is None else session_state
+        self._agent_redactor = redactor if redactor is not None else Redactor()
+        self._redactor: Redactor | None = None
+        self._sections: Mapping[str, BaseModel] = sections if sections is not None else {}
+
+    @property
+    def redactor(self) -> Redactor:
+        """The run's `seamkit.Redactor`: the agent's secrets and the context's
+        (built on first use)."""
+        if self._redactor is None:
+            self._redactor = self._agent_redactor.extend(self.action_context.secret_texts)
+        return self._redactor
+
+    @property
+    def sections(self) -> Mapping[str, BaseModel]:
+        """The agent manifest's plugin-owned sections, by key (empty for an
+        agent built in code)."""
+        return self._sections
+
+    def section(self, key: str) -> BaseModel | None:
+        """The manifest section ``key`` (validated by its plugin's model), or ``None``."""
+        return self._sections.get(key)
 
     def now(self) -> datetime:
         """The current time from the agent's clock (an aware datetime)."""

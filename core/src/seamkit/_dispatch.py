@@ -26,7 +26,7 @@ from ._context import HookContext
 from ._errors import HookError, PluginError
 from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
 from ._patch import LAST_WRITER_WINS, RequestPatch
-from ._secret import redact, secret_texts
+from ._secret import Redactor, secret_texts
 from ._types import Diagnostic
 from .flow import Dispatched
 from .stream import ObservedEvent
@@ -218,7 +218,8 @@ class Dispatcher:
         self, impl: _Impl, event: HookEvent, ctx: Any, what: str, exc: BaseException | None
     ) -> Any:
         name = impl.ref.name
-        what = redact(what, [*impl.ref.secrets, *_context_secrets(ctx)])
+        redactor = ctx.redactor if isinstance(ctx, HookContext) else Redactor()
+        what = redactor.extend(impl.ref.secrets)(what)
         if impl.ref.on_error == "fail":
             raise HookError(
                 f"hook {name!r} failed at {event.value}: {what}",
@@ -408,11 +409,6 @@ def _note_writers(
 def _impls(pm: pluggy.PluginManager, spec: str) -> list[pluggy.HookImpl]:
     caller = getattr(pm.hook, spec, None)
     return [] if caller is None else list(caller.get_hookimpls())
-
-
-def _context_secrets(ctx: Any) -> list[str]:
-    action_context = getattr(ctx, "action_context", None)
-    return secret_texts(action_context) if action_context is not None else []
 
 
 def _diagnose(ctx: Any, code: str, message: str, event: HookEvent, hooks: tuple[str, ...]) -> None:

@@ -25,7 +25,6 @@ from ._errors import HookError, ModelError, SeamkitError
 from ._events import HookEvent
 from ._manifest import Settings
 from ._patch import RequestPatch
-from ._secret import redact, secret_texts
 from ._toolmap import ToolMap
 from ._types import (
     Cancelled,
@@ -159,9 +158,9 @@ class RunState:
         )
         return decided
 
-    def secrets(self) -> list[str]:
-        """The plain texts of the run's context secrets, for :func:`redact`."""
-        return secret_texts(self.ctx.action_context)
+    def redact(self, text: str) -> str:
+        """``text`` with every secret of the run masked (``ctx.redactor``)."""
+        return self.ctx.redactor(text)
 
 
 async def drive(run: RunState) -> RunResult:
@@ -190,16 +189,16 @@ async def drive(run: RunState) -> RunResult:
         run.outcome = Cancelled()
         cancelled = exc
     except HookError as exc:
-        run.outcome = Failed(error=redact(exc.message, run.secrets()))
+        run.outcome = Failed(error=run.redact(exc.message))
     except SeamkitError as exc:
-        run.outcome = Failed(error=redact(str(exc), run.secrets()))
+        run.outcome = Failed(error=run.redact(str(exc)))
     except Exception as exc:  # a model or plugin bug: the run fails, the caller gets a result
         if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
             run.outcome = Cancelled()
             limit = settings.run_timeout_seconds
             _note(run, "run_timeout", f"the run hit run_timeout_seconds={limit}")
         else:
-            text = redact(f"{type(exc).__name__}: {exc}", run.secrets())
+            text = run.redact(f"{type(exc).__name__}: {exc}")
             log.warning("run %s failed: %s", run.ctx.run_id, text)
             run.outcome = Failed(error=text)
     result = RunResult.model_construct(
@@ -351,7 +350,7 @@ async def _ask(run: RunState, request: ModelRequest) -> ModelTurn:
         error = None
         return final
     except Exception as exc:
-        error = redact(f"{type(exc).__name__}: {exc}", run.secrets())
+        error = run.redact(f"{type(exc).__name__}: {exc}")
         raise
     finally:
         emit(ModelCallEnded(run.ctx.turn, final, error, time.perf_counter() - started))

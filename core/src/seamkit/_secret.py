@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote, quote_plus
@@ -13,7 +14,7 @@ from urllib.parse import quote, quote_plus
 from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["MASK", "Secret", "as_json", "redact", "secret_texts"]
+__all__ = ["MASK", "Redactor", "Secret", "as_json", "redact", "secret_texts"]
 
 T = TypeVar("T")
 
@@ -126,6 +127,66 @@ def _forms(plain: str) -> set[str]:
     return {f for f in forms if len(f) >= _MIN_ENCODED or f == plain}
 
 
+class Redactor:
+    """The one masker: replaces secrets, in every form :func:`redact`
+    knows, and text matching the given regular expressions with ``***``.
+
+    Built once for a set of secrets and patterns and then called on every
+    text, so the encoded forms are computed once. ``ctx.redactor`` is the
+    run's (the agent's manifest secrets and the run's context secrets);
+    `extend` adds more. A redactor with nothing to mask returns its input.
+    """
+
+    __slots__ = ("_forms", "_patterns")
+
+    def __init__(
+        self,
+        secrets: Iterable[str | Secret[Any]] = (),
+        patterns: Iterable[str | re.Pattern[str]] = (),
+    ) -> None:
+        forms: set[str] = set()
+        for secret in secrets:
+            plain = secret.get_secret_value() if isinstance(secret, Secret) else secret
+            if plain is not None and str(plain):
+                forms |= _forms(str(plain))
+        # longest first: no partial masks
+        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every secret form and every pattern match masked."""
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        for pattern in self._patterns:
+            text = pattern.sub(MASK, text)
+        return text
+
+    def __bool__(self) -> bool:
+        """Whether this redactor masks anything at all."""
+        return bool(self._forms or self._patterns)
+
+    def extend(
+        self,
+        secrets: Iterable[str | Secret[Any]] = (),
+        patterns: Iterable[str | re.Pattern[str]] = (),
+    ) -> Redactor:
+        """A redactor that masks what this one does, and ``secrets`` and
+        ``patterns`` too (this one when there is nothing to add)."""
+        more = Redactor(secrets, patterns)
+        if not more:
+            return self
+        if not self:
+            return more
+        joined = Redactor()
+        joined._forms = tuple(sorted({*self._forms, *more._forms}, key=len, reverse=True))
+        joined._patterns = (*self._patterns, *more._patterns)
+        return joined
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(self._forms)} secret forms, {len(self._patterns)} patterns)"
+
+
 def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
     """``text`` with every secret masked as ``***``: its plain text, the
     escaped forms ``repr()`` and JSON give it, its URL encodings and its
@@ -133,16 +194,9 @@ def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
 
     ``secrets`` are plain texts or `Secret` objects. Use it on everything you
     write that a person or a log can see: errors, logs, diagnostics, spans.
+    To mask many texts with the same secrets, build one `Redactor`.
     """
-    plains = [s.get_secret_value() if isinstance(s, Secret) else s for s in secrets]
-    forms: set[str] = set()
-    for plain in plains:
-        if plain is not None and str(plain):
-            forms |= _forms(str(plain))
-    for form in sorted(forms, key=len, reverse=True):  # longest first: no partial masks
-        if form in text:
-            text = text.replace(form, MASK)
-    return text
+    return Redactor(secrets)(text)
 
 
 def as_json(value: Any, *, source: bool = False) -> Any:

@@ -88,8 +88,9 @@ def tiny_server() -> None:
 
     - none: it serves the tools ``echo`` (says ``text`` back), ``secret``
       (writes ``$MCP_TEST_SECRET`` to stderr and says it), ``whoami`` (the
-      ``seamkit/user`` of the request's ``_meta``) and ``die`` (exits in the
-      middle of the call) and ``pid`` (its process id);
+      ``seamkit/user`` of the request's ``_meta``), ``meta`` (the request's
+      whole ``_meta``, as JSON), ``die`` (exits in the middle of the call) and
+      ``pid`` (its process id);
     - ``once MARKER``: serves as above when the file ``MARKER`` does not
       exist (and creates it); when it does, never answers (a restart hangs);
     - ``leak``: writes ``$MCP_TEST_SECRET`` to stderr and exits before
@@ -117,6 +118,7 @@ def tiny_server() -> None:
         {"name": "echo", "description": "Say the text back.", "inputSchema": text_argument},
         {"name": "secret", "description": "Tell the secret.", "inputSchema": {"type": "object"}},
         {"name": "whoami", "description": "The user.", "inputSchema": {"type": "object"}},
+        {"name": "meta", "description": "The _meta.", "inputSchema": {"type": "object"}},
         {"name": "die", "description": "Exit mid-call.", "inputSchema": {"type": "object"}},
         {"name": "pid", "description": "The process id.", "inputSchema": {"type": "object"}},
     ]
@@ -147,6 +149,8 @@ def tiny_server() -> None:
                 text = str(os.getpid())
             elif name == "whoami":
                 text = f"you are {(params.get('_meta') or {}).get('seamkit/user')}"
+            elif name == "meta":
+                text = json.dumps(params.get("_meta"))
             else:
                 text = str(arguments.get("text", ""))
             result = {"content": [{"type": "text", "text": text}], "isError": False}

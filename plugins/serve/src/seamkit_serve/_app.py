@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from ._config import Keys, ServeConfig
 from ._conversation import SEPARATOR, new_messages, reply_text
+from ._trace import carried, incoming
 from ._wire import (
     ApiError,
     ChatRequest,
@@ -161,7 +162,7 @@ class _Server:
         context: dict[str, Any] = {"api_key_id": kid}
         if chat.user is not None:
             context["user"] = chat.user
-        run = _Run(agent, chat, session, self.store, context)
+        run = _Run(agent, chat, session, self.store, context, carried(request.headers))
         if session is not None and any(m.role == "assistant" for m in chat.messages):
             # a 409 before any byte is sent (checked again under the lock); only
             # messages with a reply of the assistant's can contradict the session
@@ -175,7 +176,8 @@ class _Server:
 
 
 class _Run:
-    """One request's run, answered whole or streamed."""
+    """One request's run, answered whole or streamed; ``trace`` is the
+    caller's trace-context headers, which the run continues."""
 
     def __init__(
         self,
@@ -184,12 +186,14 @@ class _Run:
         session: str | None,
         store: seamkit.SessionStore | None,
         context: Mapping[str, Any],
+        trace: Mapping[str, str],
     ) -> None:
         self.agent = agent
         self.chat = chat
         self.session = session
         self.store = store
         self.context = context
+        self.trace = trace
         self.id = new_id()
 
     async def check(self) -> None:
@@ -214,7 +218,8 @@ class _Run:
 
     async def whole(self, model: str) -> Response:
         try:
-            result = await self.agent.run(self._input(), **self._options())
+            with incoming(self.trace):
+                result = await self.agent.run(self._input(), **self._options())
         except ApiError as exc:
             return _error(exc)
         except seamkit.SessionBusy as exc:
@@ -237,7 +242,11 @@ class _Run:
         sent_text: list[str] = []
         stream = self.agent.stream(self._input(), **self._options())
         try:
-            async for event in stream:
+            # the agent's stream starts its run at the first event, in the
+            # context of the moment: the caller's trace context, then
+            with incoming(self.trace):
+                event = await anext(stream, None)
+            while event is not None:
                 if isinstance(event, TextDelta) and event.text:
                     text = event.text
                     if turn_with_text and event.turn != turn_with_text:
@@ -249,6 +258,7 @@ class _Run:
                 elif isinstance(event, RunFinished):
                     ending = pending + self._end(model, event.result, "".join(sent_text))
                     pending = b""
+                event = await anext(stream, None)
             # the agent's stream ends once the session is saved: only then the
             # [DONE], so a client's next request always finds this one stored
             yield ending

@@ -1,0 +1,369 @@
+"""A run's observed events as spans, span events and metrics in the
+OpenTelemetry GenAI semantic conventions.
+
+- ``invoke_agent {agent}`` per run, a child of whatever span is current when
+  the run starts (a caller's, or one `seamkit serve` continued), and current
+  itself for the run's hooks and tools;
+- ``chat {model}`` per model call and ``execute_tool {tool}`` per tool body,
+  children of the run's span; a tool's span is current in the tool's task,
+  so what the tool calls (a tool service, an MCP server) joins the trace;
+- a ``seamkit.hook`` span event per `HookFired`;
+- the ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``
+  histograms per model call.
+
+Every text goes through the run's redactor (``ctx.redactor``, plus the
+``telemetry: redact_patterns``) before an attribute or event is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from seamkit import Failed, HookContext, Redactor
+from seamkit.stream import (
+    HookFired,
+    ModelCallEnded,
+    ModelCallStarted,
+    ObservedEvent,
+    RunFinished,
+    RunStarted,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
+
+from ._config import TelemetryConfig
+from ._content import (
+    arguments_json,
+    final_output,
+    input_messages,
+    output_messages,
+    system_instructions,
+)
+from ._providers import capture_content_default
+from ._setup import Instruments, Setup
+
+__all__ = ["Tracing"]
+
+AttributeValue = str | bool | int | float | Sequence[str]
+Attributes = dict[str, AttributeValue]
+
+_ERROR_TYPE = re.compile(r"(?:Error: )?([A-Za-z_][\w.]*)(?::|$)")
+_REQUEST_PARAMS = {
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "seed": "gen_ai.request.seed",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "n": "gen_ai.request.choice.count",
+}
+
+
+def _error_type(text: str | None, default: str) -> str:
+    """A low-cardinality ``error.type``: the exception class a text starts
+    with (``"ModelError: ..."``, ``"Error: Timeout: ..."``), else ``default``."""
+    found = _ERROR_TYPE.match(text or "")
+    return found.group(1) if found else default
+
+
+def _task() -> asyncio.Task[object] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
+
+
+@dataclass(slots=True)
+class _Open:
+    """A started span, and the attach that made it current (undone only in
+    the task that did it)."""
+
+    span: Span
+    token: object | None
+    task: asyncio.Task[object] | None
+
+    def close(self) -> None:
+        if self.token is not None and _task() is self.task:
+            otel_context.detach(self.token)  # type: ignore[arg-type]
+        self.span.end()
+
+
+def _open(span: Span) -> _Open:
+    token = otel_context.attach(trace.set_span_in_context(span))
+    return _Open(span, token, _task())
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one traced run keeps between its events."""
+
+    instruments: Instruments
+    redact: Redactor
+    capture: bool
+    provider: str
+    model: str
+    agent: Attributes
+    root: _Open
+    parent: Context
+    chats: dict[int, _Open] = field(default_factory=dict)
+    tools: dict[str, list[_Open]] = field(default_factory=dict)
+
+    def clean(self, attributes: Mapping[str, AttributeValue | None]) -> Attributes:
+        """``attributes`` without ``None`` values, every text redacted."""
+        redact = self.redact
+        out: Attributes = {}
+        for key, value in attributes.items():
+            if value is None:
+                continue
+            if isinstance(value, str):
+                out[key] = redact(value)
+            elif isinstance(value, list | tuple):
+                out[key] = [redact(str(v)) for v in value]
+            else:
+                out[key] = value
+        return out
+
+
+class Tracing:
+    """The run observer behind the plugin: one per process, keyed by run id."""
+
+    def __init__(self) -> None:
+        self._setup = Setup()
+        self._runs: dict[str, _Run] = {}
+        handlers: dict[type, Callable[[HookContext, _Run, Any], None]] = {
+            ModelCallStarted: self._chat_started,
+            ModelCallEnded: self._chat_ended,
+            ToolExecutionStart: self._tool_started,
+            ToolExecutionEnd: self._tool_ended,
+            HookFired: self._hook_fired,
+            RunFinished: self._run_finished,
+        }
+        self._handlers = handlers
+
+    def on_run_event(self, ctx: HookContext, event: ObservedEvent) -> None:
+        """Record ``event`` of the run ``ctx.run_id``."""
+        kind = type(event)
+        if kind is RunStarted:
+            self._run_started(ctx, event)  # type: ignore[arg-type]
+            return
+        run = self._runs.get(ctx.run_id)
+        if run is not None:
+            handler = self._handlers.get(kind)
+            if handler is not None:
+                handler(ctx, run, event)
+
+    @property
+    def open_runs(self) -> int:
+        """How many traced runs have started and not finished."""
+        return len(self._runs)
+
+    # --- the run ------------------------------------------------------------
+
+    def _run_started(self, ctx: HookContext, event: RunStarted) -> None:
+        section = ctx.section("telemetry")
+        config = section if isinstance(section, TelemetryConfig) else TelemetryConfig()
+        if not config.enabled:
+            return
+        instruments = self._setup.instruments()
+        if instruments is None:
+            return
+        redact = ctx.redactor.extend(patterns=config.redact_patterns)
+        capture = (
+            config.capture_content
+            if config.capture_content is not None
+            else capture_content_default()
+        )
+        provider, _, model = event.model.partition(":")
+        agent: Attributes = {"gen_ai.provider.name": redact(provider)}
+        if model:
+            agent["gen_ai.request.model"] = redact(model)
+        attributes: Attributes = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": redact(event.agent_name),
+            **agent,
+            "seamkit.run.id": event.run_id,
+            "seamkit.run.streaming": event.streaming,
+        }
+        if event.session is not None:
+            attributes["gen_ai.conversation.id"] = redact(event.session)
+        span = instruments.tracer.start_span(
+            redact(f"invoke_agent {event.agent_name}"),
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        root = _open(span)
+        self._runs[ctx.run_id] = _Run(
+            instruments,
+            redact,
+            capture,
+            provider,
+            model,
+            agent,
+            root,
+            trace.set_span_in_context(span),
+        )
+
+    def _run_finished(self, ctx: HookContext, run: _Run, event: RunFinished) -> None:
+        del self._runs[ctx.run_id]
+        for chat in run.chats.values():  # the kernel ends each; a safety net only
+            chat.close()
+        for opened in run.tools.values():
+            for tool in opened:
+                tool.close()
+        result = event.result
+        outcome = result.outcome
+        span = run.root.span
+        span.set_attributes(
+            run.clean(
+                {
+                    "seamkit.run.outcome": outcome.kind,
+                    "gen_ai.usage.input_tokens": result.usage.input_tokens,
+                    "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                }
+            )
+        )
+        if isinstance(outcome, Failed):
+            error = run.redact(outcome.error)
+            span.set_attribute("error.type", _error_type(outcome.error, "failed"))
+            span.set_status(Status(StatusCode.ERROR, error))
+        elif outcome.kind == "cancelled":
+            span.set_attribute("error.type", "cancelled")
+            span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        if run.capture and result.output:
+            span.set_attribute(
+                "gen_ai.output.messages",
+                final_output(result.output, run.redact),
+            )
+        run.root.close()
+
+    # --- model calls --------------------------------------------------------
+
+    def _chat_started(self, ctx: HookContext, run: _Run, event: ModelCallStarted) -> None:
+        request = event.request
+        params = request.additional_params
+        model = str(params.get("model") or run.model)
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": run.provider,
+            "gen_ai.request.model": model or None,
+            "gen_ai.request.temperature": request.temperature,
+            "gen_ai.request.max_tokens": request.max_tokens,
+            "seamkit.turn": event.turn,
+        }
+        for key, name in _REQUEST_PARAMS.items():
+            value = params.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                attributes[name] = value
+        stop = params.get("stop")
+        if isinstance(stop, str):
+            attributes["gen_ai.request.stop_sequences"] = [stop]
+        elif isinstance(stop, list | tuple):
+            attributes["gen_ai.request.stop_sequences"] = [str(s) for s in stop]
+        if run.capture:
+            attributes["gen_ai.input.messages"] = input_messages(request, run.redact)
+            attributes["gen_ai.system_instructions"] = system_instructions(request, run.redact)
+        span = run.instruments.tracer.start_span(
+            run.redact(f"chat {model}" if model else "chat"),
+            context=run.parent,
+            kind=SpanKind.CLIENT,
+            attributes=run.clean(attributes),
+        )
+        run.chats[event.turn] = _open(span)
+
+    def _chat_ended(self, ctx: HookContext, run: _Run, event: ModelCallEnded) -> None:
+        chat = run.chats.pop(event.turn, None)
+        if chat is None:
+            return
+        span = chat.span
+        metric: Attributes = {"gen_ai.operation.name": "chat", **run.agent}
+        turn = event.model_turn
+        if turn is not None:
+            usage = turn.usage
+            attributes: dict[str, AttributeValue | None] = {
+                "gen_ai.usage.input_tokens": usage.input_tokens,
+                "gen_ai.usage.output_tokens": usage.output_tokens,
+                "gen_ai.response.finish_reasons": [turn.finish_reason or "stop"],
+            }
+            if run.capture:
+                attributes["gen_ai.output.messages"] = output_messages(
+                    turn.message, turn.finish_reason, run.redact
+                )
+            span.set_attributes(run.clean(attributes))
+            record = run.instruments.token_usage.record
+            record(usage.input_tokens, {**metric, "gen_ai.token.type": "input"})
+            record(usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
+        if event.error is not None:
+            error_type = _error_type(event.error, "error")
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, run.redact(event.error)))
+            metric["error.type"] = error_type
+        run.instruments.duration.record(event.duration, metric)
+        chat.close()
+
+    # --- tools --------------------------------------------------------------
+
+    def _tool_started(self, ctx: HookContext, run: _Run, event: ToolExecutionStart) -> None:
+        call = event.call
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+            "seamkit.turn": event.turn,
+        }
+        if run.capture:
+            attributes["gen_ai.tool.call.arguments"] = arguments_json(call, run.redact)
+        span = run.instruments.tracer.start_span(
+            run.redact(f"execute_tool {call.name}"),
+            context=run.parent,
+            kind=SpanKind.INTERNAL,
+            attributes=run.clean(attributes),
+        )
+        run.tools.setdefault(call.id, []).append(_open(span))
+
+    def _tool_ended(self, ctx: HookContext, run: _Run, event: ToolExecutionEnd) -> None:
+        opened = run.tools.get(event.call.id)
+        if not opened:
+            return
+        task = _task()
+        tool = next((t for t in opened if t.task is task), opened[0])
+        opened.remove(tool)
+        if not opened:
+            del run.tools[event.call.id]
+        span = tool.span
+        result = event.result
+        if result is None:
+            span.set_attribute("error.type", "cancelled")
+            span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        elif result.is_error:
+            error_type = "tool_error"
+            if result.raised:
+                error_type = _error_type(result.content, error_type)
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, run.redact(result.content)))
+        if run.capture and result is not None:
+            span.set_attribute("gen_ai.tool.call.result", run.redact(result.content))
+        tool.close()
+
+    # --- hooks --------------------------------------------------------------
+
+    def _hook_fired(self, ctx: HookContext, run: _Run, event: HookFired) -> None:
+        run.root.span.add_event(
+            "seamkit.hook",
+            run.clean(
+                {
+                    "seamkit.hook.event": event.event,
+                    "seamkit.hook.names": list(event.hooks),
+                    "seamkit.hook.flow": event.flow,
+                    "seamkit.hook.decided_by": event.hook,
+                    "seamkit.hook.duration": event.duration,
+                    "seamkit.turn": event.turn,
+                }
+            ),
+        )

@@ -82,6 +82,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "contrib" / "joke-service"),
         str(ROOT / "plugins" / "mcp"),
         str(ROOT / "contrib" / "memory-server"),
+        str(ROOT / "plugins" / "otel"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -232,6 +233,25 @@ def test_the_installed_mcp_plugin_runs_the_memory_app_with_the_installed_server(
         m["content"] for m in json.loads(out.stdout)["transcript"] if m["role"] == "tool"
     ]
     assert tool_results[-1] == "I like tea\nhello again"
+
+
+def test_the_installed_otel_plugin_traces_a_run_to_the_console(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    found = plugins["otel"]
+    assert (found["distribution"], found["error"]) == ("seamkit-otel", None)
+    assert found["hookimpls"] == ["on_run_event"]
+    example = tmp_path / "telemetry"
+    shutil.copytree(ROOT / "docs" / "examples" / "telemetry", example)
+    env = {"SHOP_API_KEY": "canary-dist-42", "OTEL_TRACES_EXPORTER": "console"}
+    env["OTEL_METRICS_EXPORTER"] = "none"
+    out = fresh_env.seamkit("run", str(example / "app.yaml"), "where is A1?", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Order A1 has shipped")
+    for name in ("invoke_agent shop", "execute_tool lookup_order", "execute_tool charge"):
+        assert f'"name": "{name}"' in out.stdout
+    assert "canary-dist-42" not in out.stdout
 
 
 def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[str]:

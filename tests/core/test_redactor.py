@@ -80,7 +80,8 @@ def test_ctx_redactor_knows_the_manifest_and_the_context_secrets(
     }
 
     async def go() -> tuple[seamkit.RunResult, seamkit.Agent]:
-        agent = await seamkit.Agent.load(manifest, model=ScriptedModel([{"text": "ok"}]), hooks=[Spy()])
+        model = ScriptedModel([{"text": "ok"}])
+        agent = await seamkit.Agent.load(manifest, model=model, hooks=[Spy()])
         async with agent:
             return await agent.run("hi", context={"token": Secret(context_secret)}), agent
 

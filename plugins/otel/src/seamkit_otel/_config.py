@@ -10,16 +10,11 @@ __all__ = ["TelemetryConfig"]
 
 
 class TelemetryConfig(BaseModel):
-    """How an app's runs are traced (the OpenTelemetry SDK itself is set up
-    by the standard ``OTEL_*`` environment variables).
+    """The ``telemetry:`` section: whether the app's runs are traced, whether
+    message content is recorded, and what is masked beside the secrets.
 
-    - ``enabled``: trace this app's runs (default true);
-    - ``capture_content``: record messages, tool arguments and results; when
-      left out, ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
-      decides, as the GenAI conventions say (default: not recorded);
-    - ``redact_patterns``: regular expressions whose matches are masked as
-      ``***`` in every attribute and event, beside the secrets the kernel
-      knows.
+    The OpenTelemetry SDK itself (exporters, endpoint, resource, sampling) is
+    set up by the standard ``OTEL_*`` environment variables.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import re
 from urllib.parse import quote
 
@@ -94,3 +95,29 @@ def test_ctx_redactor_knows_the_manifest_and_the_context_secrets(
 def echo(text: str) -> str:
     """Say ``text`` back."""
     return "echoed"
+
+
+def test_a_secret_inside_a_patterns_match_does_not_break_it() -> None:
+    card = r"card-[0-9]{4}(-[0-9]{4}){3}"
+    mask = Redactor(["4321"]).extend(patterns=[card])
+    assert mask("paid with card-1111-4321-9999-8888.") == "paid with ***."
+    assert Redactor(["abc-123"], patterns=["123"])("x abc-123 y") == "x *** y"
+
+
+def test_a_non_ascii_secret_is_masked_in_json_written_either_way() -> None:
+    secret = 'Grüße"Geheim42'
+    mask = Redactor([secret])
+    for text in (json.dumps({"pw": secret}), json.dumps({"pw": secret}, ensure_ascii=False)):
+        assert "Geheim42" not in mask(text)
+
+
+def test_a_pattern_that_can_match_empty_text_masks_only_what_it_matches() -> None:
+    assert Redactor(patterns=[r"[0-9]*(?=%)"])("up 12% today") == "up ***% today"
+
+
+@given(st.lists(secrets, max_size=3), st.lists(st.sampled_from(["[0-9]+", "x+y", "ab"])), texts)
+def test_masking_is_idempotent(plains: list[str], patterns: list[str], text: str) -> None:
+    mask = Redactor(plains, patterns)
+    once = mask(text)
+    assert all(p not in once for p in plains if "*" not in p)
+    assert mask(once) == once or any("*" in p for p in plains)

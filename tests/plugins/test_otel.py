@@ -289,7 +289,7 @@ def test_content_is_recorded_only_when_asked(
         {"type": "text", "content": "Be brief."}
     ]
     (output,) = json.loads(str(attributes["gen_ai.output.messages"]))
-    assert output["finish_reason"] == "tool_calls"
+    assert output["finish_reason"] == "tool_call"  # the conventions' spelling
     assert output["parts"][0] == {
         "type": "tool_call",
         "id": "w1",
@@ -386,3 +386,87 @@ def test_with_nothing_configured_opentelemetry_is_never_imported() -> None:
     report = json.loads(done.stdout)
     assert report["hookimpls"] == ["on_run_event"] and report["observers"] == 1
     assert report["otel_imported"] is False
+
+
+@seamkit.tool
+def echo_token(token: str) -> str:
+    """Say the token back (careless)."""
+    return f"used {token}"
+
+
+@seamkit.tool(timeout_seconds=0.05)
+async def slow() -> str:
+    """Never in time."""
+    await asyncio.sleep(5)
+    return "late"
+
+
+class GivesToken:
+    """Writes a secret into the arguments of every ``echo_token`` call, and
+    sends every model call to a bigger model."""
+
+    @seamkit.hookimpl
+    def on_pre_tool_use(self, ctx: seamkit.HookContext, call: seamkit.ToolCall) -> Any:
+        if call.name == "echo_token":
+            return flow.RewriteArgs({"token": seamkit.Secret("hook-written-s3cret")})
+        return None
+
+    @seamkit.hookimpl
+    def on_pre_llm(self, ctx: seamkit.HookContext) -> flow.PatchRequest:
+        return flow.PatchRequest(seamkit.RequestPatch(additional_params={"model": "big-model"}))
+
+
+def test_a_secret_a_hook_writes_into_arguments_is_masked_in_what_the_tool_says(
+    exported: Exported, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    model = _model(("e1", "echo_token", {"token": "x"}))
+    agent = seamkit.Agent(model, tools=[echo_token], hooks=[GivesToken()])
+    assert _run(agent).outcome.kind == "completed"
+    everything = exported.everything()
+    assert "used ***" in everything and "hook-written-s3cret" not in everything
+
+
+def test_the_metrics_name_the_model_each_call_asked(exported: Exported) -> None:
+    agent = seamkit.Agent(
+        _model(*TWO_TOOLS), tools=[fetch_weather, fetch_news], hooks=[GivesToken()]
+    )
+    _run(agent)
+    assert {c.name for c in exported.named("chat")} == {"chat big-model"}
+    points = exported.metric_points()
+    for name in ("gen_ai.client.token.usage", "gen_ai.client.operation.duration"):
+        assert {p["attributes"]["gen_ai.request.model"] for p in points[name]} == {"big-model"}
+
+
+def test_a_tool_time_out_is_error_type_timeout(exported: Exported) -> None:
+    agent = seamkit.Agent(_model(("s1", "slow", {})), tools=[slow])
+    _run(agent)
+    (span,) = exported.named("execute_tool")
+    assert dict(span.attributes or {})["error.type"] == "timeout"
+    assert span.status.status_code is StatusCode.ERROR
+
+
+_APP_SET_ITS_OWN = """
+import asyncio, json
+import seamkit
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from seamkit.testing import ScriptedModel
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)
+agent = seamkit.Agent(ScriptedModel([{"text": "ok"}]), name="mine")
+asyncio.run(agent.run("hi"))
+print(json.dumps([s.name for s in spans.get_finished_spans()]))
+"""
+
+
+def test_an_applications_own_global_provider_wins_over_the_environment() -> None:
+    done = _python(_APP_SET_ITS_OWN, OTEL_TRACES_EXPORTER="console", OTEL_METRICS_EXPORTER="none")
+    assert done.returncode == 0, done.stderr
+    names = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(names) == ["chat script", "invoke_agent mine"]
+    assert '"name": "invoke_agent' not in done.stdout  # not also to the console

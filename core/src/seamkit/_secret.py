@@ -118,6 +118,7 @@ def _forms(plain: str) -> set[str]:
         plain,
         repr(plain)[1:-1],
         json.dumps(plain)[1:-1],
+        json.dumps(plain, ensure_ascii=False)[1:-1],
         quote(plain, safe=""),
         quote_plus(plain, safe=""),
     }
@@ -154,13 +155,32 @@ class Redactor:
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
 
     def __call__(self, text: str) -> str:
-        """``text`` with every secret form and every pattern match masked."""
+        """``text`` with every secret form and every pattern match masked:
+        all are found in the text as given, and each run of overlapping
+        matches becomes one ``***`` (so a secret inside a pattern's match
+        cannot break the match, nor a match leave part of a secret)."""
+        found: list[tuple[int, int]] = []
         for form in self._forms:
-            if form in text:
-                text = text.replace(form, MASK)
+            start = text.find(form)
+            while start != -1:
+                found.append((start, start + len(form)))
+                start = text.find(form, start + 1)
         for pattern in self._patterns:
-            text = pattern.sub(MASK, text)
-        return text
+            found.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
+        if not found:
+            return text
+        found.sort()
+        pieces: list[str] = []
+        done = 0  # text before ``done`` is written
+        start, end = found[0]
+        for next_start, next_end in found[1:]:
+            if next_start < end:  # overlapping: one mask
+                end = max(end, next_end)
+                continue
+            pieces += (text[done:start], MASK)
+            done, start, end = end, next_start, next_end
+        pieces += (text[done:start], MASK, text[end:])
+        return "".join(pieces)
 
     def __bool__(self) -> bool:
         """Whether this redactor masks anything at all."""

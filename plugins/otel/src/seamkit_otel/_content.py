@@ -22,6 +22,11 @@ __all__ = [
 ]
 
 
+_FINISH_REASONS = {"tool_calls": "tool_call", "function_call": "tool_call"}
+"""Providers' finish reasons that the conventions' output messages spell
+otherwise (``stop``, ``length``, ``content_filter``, ``tool_call``, ``error``)."""
+
+
 def to_json(value: object) -> str:
     """``value`` as compact JSON; a `seamkit.Secret` is written ``***`` and
     anything else JSON cannot write as its ``str``."""
@@ -91,7 +96,8 @@ def system_instructions(request: ModelRequest, redact: Redactor) -> str | None:
 
 def output_messages(message: Message, finish_reason: str | None, redact: Redactor) -> str:
     """``gen_ai.output.messages`` of a model turn."""
-    out = {"role": message.role, "parts": _parts(message), "finish_reason": finish_reason or "stop"}
+    reason = _FINISH_REASONS.get(finish_reason or "stop", finish_reason)
+    out = {"role": message.role, "parts": _parts(message), "finish_reason": reason}
     return redact(to_json([out]))
 
 

@@ -84,9 +84,11 @@ def env_exporters(signal: str) -> tuple[str, ...]:
 
 
 def capture_content_default() -> bool:
-    """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, as a flag."""
+    """``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, as a flag
+    (``true``, and the newer ``SPAN_ONLY`` and ``SPAN_AND_EVENT``, which for
+    seamkit's spans mean the same)."""
     value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "")
-    return value.strip().lower() in _TRUE
+    return value.strip().lower() in {*_TRUE, "span_only", "span_and_event"}
 
 
 def opentelemetry_loaded() -> bool:

@@ -28,10 +28,14 @@ log = logging.getLogger("seamkit_otel")
 SCOPE = "seamkit"
 """The instrumentation scope of every span and metric the plugin records."""
 
-TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304)
+TOKEN_BUCKETS = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864
+)  # fmt: skip
 """``gen_ai.client.token.usage`` bucket boundaries, as the conventions advise."""
 
-DURATION_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48)
+DURATION_BUCKETS = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92
+)  # fmt: skip
 """``gen_ai.client.operation.duration`` bucket boundaries (seconds), as advised."""
 
 
@@ -127,9 +131,11 @@ def _check_protocol(signal: str) -> None:
 
 
 def _resource() -> Resource:
-    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name=" in os.environ.get(
-        "OTEL_RESOURCE_ATTRIBUTES", ""
-    )
+    keys = {
+        pair.partition("=")[0].strip()
+        for pair in os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "").split(",")
+    }
+    named = os.environ.get("OTEL_SERVICE_NAME") or "service.name" in keys
     return Resource.create({} if named else {"service.name": "seamkit"})
 
 
@@ -170,7 +176,9 @@ class Setup:
 
     def instruments(self) -> Instruments | None:
         """The instruments a run starting now records with, or ``None``
-        when nothing is configured to receive them."""
+        when nothing is configured to receive them: the providers given to
+        `configure`, else the application's global ones, else those the
+        ``OTEL_*`` environment sets up (which become the global ones)."""
         chosen = given()
         if chosen.tracer_provider is not None or chosen.meter_provider is not None:
             key: object = ("given", chosen.generation)
@@ -181,18 +189,18 @@ class Setup:
                     chosen.meter_provider or metrics.get_meter_provider(),
                 )
             return self._instruments
-        if self._env is not None or env_exporters("traces") or env_exporters("metrics"):
-            if self._env is None:
-                self._env = _from_env()
-            if self._key != "env":
-                self._keep("env", *self._env)
-            return self._instruments
         tracer_provider = trace.get_tracer_provider()
-        if isinstance(tracer_provider, ProxyTracerProvider):
-            return None  # the application set up no tracing
-        key = ("global", id(tracer_provider))
-        if key != self._key:
-            self._keep(key, tracer_provider, metrics.get_meter_provider())
+        if not isinstance(tracer_provider, ProxyTracerProvider):
+            key = ("global", id(tracer_provider))
+            if key != self._key:
+                self._keep(key, tracer_provider, metrics.get_meter_provider())
+            return self._instruments
+        if self._env is None and (env_exporters("traces") or env_exporters("metrics")):
+            self._env = _from_env()
+        if self._env is None:
+            return None  # nothing receives spans
+        if self._key != "env":
+            self._keep("env", *self._env)
         return self._instruments
 
     def _keep(self, key: object, tracer: TracerProvider, meter: MeterProvider) -> None:

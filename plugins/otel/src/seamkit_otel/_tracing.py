@@ -27,6 +27,7 @@ from opentelemetry import context as otel_context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from seamkit import Failed, HookContext, Redactor
+from seamkit.plugins import secret_texts
 from seamkit.stream import (
     HookFired,
     ModelCallEnded,
@@ -54,7 +55,7 @@ __all__ = ["Tracing"]
 AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
 
-_ERROR_TYPE = re.compile(r"(?:Error: )?([A-Za-z_][\w.]*)(?::|$)")
+_ERROR_TYPE = re.compile(r"([A-Za-z_][\w.]*):")
 _REQUEST_PARAMS = {
     "top_p": "gen_ai.request.top_p",
     "top_k": "gen_ai.request.top_k",
@@ -65,11 +66,16 @@ _REQUEST_PARAMS = {
 }
 
 
-def _error_type(text: str | None, default: str) -> str:
+def _error_type(text: str | None, default: str, redact: Redactor) -> str:
     """A low-cardinality ``error.type``: the exception class a text starts
-    with (``"ModelError: ..."``, ``"Error: Timeout: ..."``), else ``default``."""
-    found = _ERROR_TYPE.match(text or "")
-    return found.group(1) if found else default
+    with (``"ModelError: ..."``, ``"Error: Timeout: ..."``), ``timeout`` for
+    a time-out, else ``default``; never a text the redactor would mask."""
+    text = (text or "").removeprefix("Error: ")
+    found = _ERROR_TYPE.match(text)
+    if found is None:
+        return "timeout" if "timed out" in text else default
+    name = found.group(1)
+    return name if redact(name) == name else default
 
 
 def _task() -> asyncio.Task[object] | None:
@@ -108,10 +114,9 @@ class _Run:
     capture: bool
     provider: str
     model: str
-    agent: Attributes
     root: _Open
     parent: Context
-    chats: dict[int, _Open] = field(default_factory=dict)
+    chats: dict[int, tuple[_Open, Attributes]] = field(default_factory=dict)
     tools: dict[str, list[_Open]] = field(default_factory=dict)
 
     def clean(self, attributes: Mapping[str, AttributeValue | None]) -> Attributes:
@@ -180,16 +185,15 @@ class Tracing:
             else capture_content_default()
         )
         provider, _, model = event.model.partition(":")
-        agent: Attributes = {"gen_ai.provider.name": redact(provider)}
-        if model:
-            agent["gen_ai.request.model"] = redact(model)
         attributes: Attributes = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.agent.name": redact(event.agent_name),
-            **agent,
+            "gen_ai.provider.name": redact(provider),
             "seamkit.run.id": event.run_id,
             "seamkit.run.streaming": event.streaming,
         }
+        if model:
+            attributes["gen_ai.request.model"] = redact(model)
         if event.session is not None:
             attributes["gen_ai.conversation.id"] = redact(event.session)
         span = instruments.tracer.start_span(
@@ -197,25 +201,29 @@ class Tracing:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
-        root = _open(span)
         self._runs[ctx.run_id] = _Run(
             instruments,
             redact,
             capture,
             provider,
             model,
-            agent,
-            root,
+            _open(span),
             trace.set_span_in_context(span),
         )
 
     def _run_finished(self, ctx: HookContext, run: _Run, event: RunFinished) -> None:
         del self._runs[ctx.run_id]
-        for chat in run.chats.values():  # the kernel ends each; a safety net only
+        for chat, _ in run.chats.values():  # the kernel ends each; a safety net only
             chat.close()
         for opened in run.tools.values():
             for tool in opened:
                 tool.close()
+        try:
+            self._run_outcome(run, event)
+        finally:
+            run.root.close()
+
+    def _run_outcome(self, run: _Run, event: RunFinished) -> None:
         result = event.result
         outcome = result.outcome
         span = run.root.span
@@ -230,7 +238,7 @@ class Tracing:
         )
         if isinstance(outcome, Failed):
             error = run.redact(outcome.error)
-            span.set_attribute("error.type", _error_type(outcome.error, "failed"))
+            span.set_attribute("error.type", _error_type(outcome.error, "failed", run.redact))
             span.set_status(Status(StatusCode.ERROR, error))
         elif outcome.kind == "cancelled":
             span.set_attribute("error.type", "cancelled")
@@ -240,7 +248,6 @@ class Tracing:
                 "gen_ai.output.messages",
                 final_output(result.output, run.redact),
             )
-        run.root.close()
 
     # --- model calls --------------------------------------------------------
 
@@ -274,14 +281,24 @@ class Tracing:
             kind=SpanKind.CLIENT,
             attributes=run.clean(attributes),
         )
-        run.chats[event.turn] = _open(span)
+        metric: Attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": run.provider}
+        if model:
+            metric["gen_ai.request.model"] = model
+        run.chats[event.turn] = (_open(span), run.clean(metric))
 
     def _chat_ended(self, ctx: HookContext, run: _Run, event: ModelCallEnded) -> None:
-        chat = run.chats.pop(event.turn, None)
-        if chat is None:
+        opened = run.chats.pop(event.turn, None)
+        if opened is None:
             return
-        span = chat.span
-        metric: Attributes = {"gen_ai.operation.name": "chat", **run.agent}
+        chat, metric = opened
+        try:
+            self._chat_outcome(run, chat.span, metric, event)
+        finally:
+            chat.close()
+
+    def _chat_outcome(
+        self, run: _Run, span: Span, metric: Attributes, event: ModelCallEnded
+    ) -> None:
         turn = event.model_turn
         if turn is not None:
             usage = turn.usage
@@ -299,17 +316,19 @@ class Tracing:
             record(usage.input_tokens, {**metric, "gen_ai.token.type": "input"})
             record(usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
         if event.error is not None:
-            error_type = _error_type(event.error, "error")
+            error_type = _error_type(event.error, "error", run.redact)
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR, run.redact(event.error)))
             metric["error.type"] = error_type
         run.instruments.duration.record(event.duration, metric)
-        chat.close()
 
     # --- tools --------------------------------------------------------------
 
     def _tool_started(self, ctx: HookContext, run: _Run, event: ToolExecutionStart) -> None:
         call = event.call
+        written = secret_texts(call.arguments)  # a hook may have written secrets in
+        if written:
+            run.redact = run.redact.extend(written)
         attributes: dict[str, AttributeValue | None] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,
@@ -336,7 +355,12 @@ class Tracing:
         opened.remove(tool)
         if not opened:
             del run.tools[event.call.id]
-        span = tool.span
+        try:
+            self._tool_outcome(run, tool.span, event)
+        finally:
+            tool.close()
+
+    def _tool_outcome(self, run: _Run, span: Span, event: ToolExecutionEnd) -> None:
         result = event.result
         if result is None:
             span.set_attribute("error.type", "cancelled")
@@ -344,12 +368,11 @@ class Tracing:
         elif result.is_error:
             error_type = "tool_error"
             if result.raised:
-                error_type = _error_type(result.content, error_type)
+                error_type = _error_type(result.content, error_type, run.redact)
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR, run.redact(result.content)))
         if run.capture and result is not None:
             span.set_attribute("gen_ai.tool.call.result", run.redact(result.content))
-        tool.close()
 
     # --- hooks --------------------------------------------------------------
 

@@ -11,7 +11,8 @@ from collections.abc import Iterator, Mapping
 
 __all__ = ["carried", "incoming"]
 
-_OTEL = importlib.util.find_spec("opentelemetry") is not None
+# the API itself: other OpenTelemetry packages share the "opentelemetry" namespace
+_OTEL = importlib.util.find_spec("opentelemetry.propagate") is not None
 _HEADERS = ("traceparent", "tracestate")
 
 
@@ -27,10 +28,10 @@ def incoming(headers: Mapping[str, str] | None) -> Iterator[None]:
     if not _OTEL or not headers or "traceparent" not in headers:
         yield
         return
-    from opentelemetry.context import attach, detach  # lazy: only with OpenTelemetry installed
+    from opentelemetry.context import attach, detach, get_current  # lazy: only with OpenTelemetry
     from opentelemetry.propagate import extract
 
-    token = attach(extract(dict(headers)))
+    token = attach(extract(dict(headers), context=get_current()))  # keeps the baggage
     try:
         yield
     finally:

@@ -12,7 +12,8 @@ from collections.abc import Iterator, Mapping
 
 __all__ = ["incoming", "outgoing"]
 
-_OTEL = importlib.util.find_spec("opentelemetry") is not None
+# the API itself: other OpenTelemetry packages share the "opentelemetry" namespace
+_OTEL = importlib.util.find_spec("opentelemetry.propagate") is not None
 
 
 _NONE: dict[str, str] = {}

@@ -43,9 +43,9 @@ def _wanted() -> bool:
     return bool(
         chosen.tracer_provider is not None
         or chosen.meter_provider is not None
+        or opentelemetry_loaded()
         or env_exporters("traces")
         or env_exporters("metrics")
-        or opentelemetry_loaded()
     )
 
 

@@ -9,6 +9,7 @@ OpenTelemetry has to be loaded at all.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass
@@ -70,10 +71,12 @@ def _names(variable: str) -> tuple[str, ...]:
     return tuple(n.strip().lower() for n in value.split(",") if n.strip())
 
 
+@functools.cache
 def env_exporters(signal: str) -> tuple[str, ...]:
     """The exporters the environment names for ``signal`` (``traces`` or
     ``metrics``): ``OTEL_<SIGNAL>_EXPORTER``, or ``otlp`` when only an OTLP
-    endpoint is set; empty when none is configured (``none`` included)."""
+    endpoint is set; empty when none is configured (``none`` included).
+    Read once, at the first run, as the SDK reads its own settings once."""
     named = _names(f"OTEL_{signal.upper()}_EXPORTER")
     if named:
         return tuple(n for n in named if n != "none")

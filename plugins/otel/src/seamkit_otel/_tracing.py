@@ -56,6 +56,9 @@ AttributeValue = str | bool | int | float | Sequence[str]
 Attributes = dict[str, AttributeValue]
 
 _ERROR_TYPE = re.compile(r"([A-Za-z_][\w.]*):")
+_DEFAULT = TelemetryConfig()
+"""The settings of an app whose manifest has no ``telemetry:`` section."""
+
 _REQUEST_PARAMS = {
     "top_p": "gen_ai.request.top_p",
     "top_k": "gen_ai.request.top_k",
@@ -78,11 +81,8 @@ def _error_type(text: str | None, default: str, redact: Redactor) -> str:
     return name if redact(name) == name else default
 
 
-def _task() -> asyncio.Task[object] | None:
-    try:
-        return asyncio.current_task()
-    except RuntimeError:  # no running loop
-        return None
+_current_task = asyncio.current_task
+"""The running task (observers are always called inside a run's task)."""
 
 
 @dataclass(slots=True)
@@ -95,14 +95,14 @@ class _Open:
     task: asyncio.Task[object] | None
 
     def close(self) -> None:
-        if self.token is not None and _task() is self.task:
+        if self.token is not None and _current_task() is self.task:
             otel_context.detach(self.token)  # type: ignore[arg-type]
         self.span.end()
 
 
 def _open(span: Span) -> _Open:
     token = otel_context.attach(trace.set_span_in_context(span))
-    return _Open(span, token, _task())
+    return _Open(span, token, _current_task())
 
 
 @dataclass(slots=True)
@@ -122,6 +122,8 @@ class _Run:
     def clean(self, attributes: Mapping[str, AttributeValue | None]) -> Attributes:
         """``attributes`` without ``None`` values, every text redacted."""
         redact = self.redact
+        if not redact:  # nothing to mask: the common case, kept quick
+            return {k: v for k, v in attributes.items() if v is not None}
         out: Attributes = {}
         for key, value in attributes.items():
             if value is None:
@@ -172,13 +174,15 @@ class Tracing:
 
     def _run_started(self, ctx: HookContext, event: RunStarted) -> None:
         section = ctx.section("telemetry")
-        config = section if isinstance(section, TelemetryConfig) else TelemetryConfig()
+        config = section if isinstance(section, TelemetryConfig) else _DEFAULT
         if not config.enabled:
             return
         instruments = self._setup.instruments()
         if instruments is None:
             return
-        redact = ctx.redactor.extend(patterns=config.redact_patterns)
+        redact = ctx.redactor
+        if config.redact_patterns:
+            redact = redact.extend(patterns=config.redact_patterns)
         capture = (
             config.capture_content
             if config.capture_content is not None
@@ -350,14 +354,20 @@ class Tracing:
         opened = run.tools.get(event.call.id)
         if not opened:
             return
-        task = _task()
-        tool = next((t for t in opened if t.task is task), opened[0])
-        opened.remove(tool)
-        if not opened:
+        if len(opened) == 1:
+            tool = opened[0]
             del run.tools[event.call.id]
-        try:
-            self._tool_outcome(run, tool.span, event)
-        finally:
+        else:  # one id, several calls in flight: the one of this task
+            task = _current_task()
+            tool = next((t for t in opened if t.task is task), opened[0])
+            opened.remove(tool)
+        result = event.result
+        if result is None or result.is_error or run.capture:
+            try:
+                self._tool_outcome(run, tool.span, event)
+            finally:
+                tool.close()
+        else:
             tool.close()
 
     def _tool_outcome(self, run: _Run, span: Span, event: ToolExecutionEnd) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import re
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
@@ -121,3 +122,32 @@ def test_masking_is_idempotent(plains: list[str], patterns: list[str], text: str
     once = mask(text)
     assert all(p not in once for p in plains if "*" not in p)
     assert mask(once) == once or any("*" in p for p in plains)
+
+
+def _decodes_to(text: str, secret: str) -> bool:
+    """Whether some base64 run in ``text`` decodes to bytes holding ``secret``."""
+    for run in re.findall(r"[A-Za-z0-9+/_=-]{4,}", text):
+        for decode in (base64.b64decode, base64.urlsafe_b64decode):
+            for start in range(4):  # every alignment a leak could start at
+                piece = run[start:]
+                try:
+                    decoded = decode(piece + "=" * (-len(piece) % 4))
+                except ValueError:
+                    continue
+                if secret.encode() in decoded:
+                    return True
+    return False
+
+
+@given(
+    st.text(st.characters(codec="utf-8"), min_size=6, max_size=20).filter(str.strip),
+    st.binary(max_size=8),
+    st.binary(max_size=8),
+    st.sampled_from([base64.b64encode, base64.urlsafe_b64encode]),
+)
+def test_a_secret_inside_a_longer_base64_text_is_masked(
+    secret: str, before: bytes, after: bytes, encode: Callable[[bytes], bytes]
+) -> None:
+    token = encode(before + secret.encode() + after).decode()
+    masked = Redactor([secret])(f"Authorization: Basic {token}")
+    assert not _decodes_to(masked, secret)

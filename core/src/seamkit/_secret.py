@@ -87,6 +87,9 @@ class Secret(Generic[T]):
         )
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes})
+
+
 def secret_texts(*values: Any) -> list[str]:
     """The plain text of every `Secret` inside ``values`` (mappings, lists,
     tuples, sets and pydantic models walked; an `ActionContext` is a mapping)."""
@@ -94,6 +97,8 @@ def secret_texts(*values: Any) -> list[str]:
     stack = list(values)
     while stack:
         value = stack.pop()
+        if type(value) in _PLAIN:  # most values: nothing to walk
+            continue
         if isinstance(value, Secret):
             plain = value.get_secret_value()
             if plain is not None and plain != "":
@@ -125,6 +130,12 @@ def _forms(plain: str) -> set[str]:
     for encode in (base64.b64encode, base64.urlsafe_b64encode):
         text = encode(raw).decode("ascii")
         forms |= {text, text.rstrip("=")}
+        # Inside a longer encoded text (base64("user:" + secret), a Basic-auth
+        # header) the secret sits at one of three alignments: mask the
+        # characters that depend on its bytes alone, at each of them.
+        for shift in (0, 1, 2):
+            shifted = encode(bytes(shift) + raw).decode("ascii")
+            forms.add(shifted[-(-8 * shift // 6) : 8 * (shift + len(raw)) // 6])
     return {f for f in forms if len(f) >= _MIN_ENCODED or f == plain}
 
 
@@ -210,7 +221,8 @@ class Redactor:
 def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
     """``text`` with every secret masked as ``***``: its plain text, the
     escaped forms ``repr()`` and JSON give it, its URL encodings and its
-    base64 encodings (standard and URL-safe, with or without padding).
+    base64 encodings (standard and URL-safe, with or without padding, and
+    inside a longer encoded text such as ``base64("user:" + secret)``).
 
     ``secrets`` are plain texts or `Secret` objects. Use it on everything you
     write that a person or a log can see: errors, logs, diagnostics, spans.

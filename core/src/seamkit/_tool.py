@@ -20,7 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from ._context import ActionContext
 from ._errors import InvalidToolCall, ToolDefinitionError
 from ._flatcheck import flat_check
-from ._secret import Secret, as_json, redact, secret_texts
+from ._secret import Redactor, Secret, as_json, secret_texts
 from ._signature import ToolSignature, describe
 from ._types import ToolResult, ToolSpec
 
@@ -50,6 +50,7 @@ _MISSING: Any = object()
 _EMPTY_CONTEXT = ActionContext(context_id="empty")
 _PYDANTIC_PREFIX = "Error serializing to JSON: "
 _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
+_NO_REDACTOR = Redactor()
 
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
@@ -327,12 +328,14 @@ class Tool:
         secrets: Sequence[str] = (),
         agent: object = None,
         on_chunk: Callable[[str], None] | None = None,
+        redactor: Redactor | None = None,
     ) -> ToolResult:
         """Run the tool on arguments :meth:`validate` already produced.
 
         ``secrets`` are more plain texts to mask in error messages and logs,
         besides the context's secrets (:meth:`call` passes the values of the
-        `Secret` arguments it unwrapped). ``agent`` is what an
+        `Secret` arguments it unwrapped); ``redactor`` masks more (a run
+        passes ``ctx.redactor``: the manifest's secrets too). ``agent`` is what an
         ``action_agent`` parameter receives. A tool that yields text chunks
         hands each to ``on_chunk`` as it comes; the result joins them.
         """
@@ -364,12 +367,13 @@ class Tool:
         except Exception as exc:
             if scope is not None and scope.expired():
                 return self._failed(f"tool {self.name!r} timed out after {timeout:g}s", call_id)
-            text = redact(f"{type(exc).__name__}: {exc}", [*secret_texts(ctx), *secrets])
+            mask = (redactor or _NO_REDACTOR).extend([*secret_texts(ctx), *secrets])
+            text = mask(f"{type(exc).__name__}: {exc}")
             log.warning("tool %r raised %s", self.name, text)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("tool %r traceback:\n%s", self.name, _frames(exc))
             return self._failed(text, call_id, logged=True)
-        return self._result(result, call_id, ctx, secrets)
+        return self._result(result, call_id, ctx, secrets, redactor)
 
     def _arguments(
         self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
@@ -406,7 +410,12 @@ class Tool:
         return args, kwargs
 
     def _result(
-        self, result: Any, call_id: str, ctx: ActionContext, secrets: Sequence[str]
+        self,
+        result: Any,
+        call_id: str,
+        ctx: ActionContext,
+        secrets: Sequence[str],
+        redactor: Redactor | None = None,
     ) -> ToolResult:
         """What the function returned, as the model will see it."""
         if isinstance(result, str):
@@ -421,7 +430,8 @@ class Tool:
             try:
                 content = to_json(result, fallback=as_json).decode()
             except Exception as exc:
-                why = redact(str(exc), [*secret_texts(ctx), *secrets])
+                mask = (redactor or _NO_REDACTOR).extend([*secret_texts(ctx), *secrets])
+                why = mask(str(exc))
                 return self._failed(
                     f"tool {self.name!r} returned a {type(result).__name__} that cannot be "
                     f"written as JSON: {why.removeprefix(_PYDANTIC_PREFIX)}",

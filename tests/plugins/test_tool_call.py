@@ -305,10 +305,10 @@ def test_a_missing_tool_is_an_error_naming_the_hook_and_the_tools() -> None:
     with pytest.raises(seamkit.ManifestError) as info:
         asyncio.run(agent_for([hook(tool_name="get_memory", name="memories")], memory, clock))
     assert info.value.format() == (
-        "hooks[0]: hook 'memories': no tool named 'memory_server_get_memory' (toolset_name "
-        "'memory_server' + tool_name 'get_memory')\n"
-        "  hint: the agent's tools: memory_server_get_memories, memory_server_save_memory, "
-        "get_memories_verbatim"
+        "hooks[0].tool_name: hook 'memories': no tool named 'memory_server_get_memory' "
+        "(toolset_name 'memory_server' + tool_name 'get_memory')\n"
+        "  hint: did you mean 'memory_server_get_memories'? the agent's tools: "
+        "memory_server_get_memories, memory_server_save_memory, get_memories_verbatim"
     )
 
 

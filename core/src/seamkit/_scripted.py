@@ -14,26 +14,82 @@ had (the assistant messages after the last user message), so concurrent runs
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator, Sequence
+import difflib
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from ._errors import ScriptError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ._errors import ManifestError, Problem, ScriptError
 from ._types import Message, MessageToolCall, ModelRequest, ModelTurn, Usage
 from .injection import PREFIX
 
 __all__ = ["ScriptedModel"]
+
+_SHOWN = 60
+
+
+class _Call(BaseModel):
+    """One tool call a turn makes: ``arguments`` a mapping, or JSON text as
+    the model would send it (invalid on purpose, say)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+
+class _Expect(BaseModel):
+    """What a turn checks in the request it answers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    last_user: str | None = None
+
+
+class _Turn(BaseModel):
+    """One scripted model turn: text, tool calls or both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str | None = None
+    tool_calls: list[_Call] | None = None
+    deltas: list[str] | None = None
+    expect: _Expect | None = None
+
+
+class _Script(BaseModel):
+    """A script file's mapping form."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turns: list[_Turn]
+    each_run: bool = False
 
 
 class ScriptedModel:
     """A model that answers from a list of scripted turns, in order."""
 
     def __init__(
-        self, turns: Sequence[dict[str, Any]], *, name: str = "script", each_run: bool = False
+        self,
+        turns: Sequence[Mapping[str, Any]],
+        *,
+        name: str = "script",
+        each_run: bool = False,
     ) -> None:
+        """Raises `ScriptError` naming the first turn that is malformed."""
         self.name = name
-        self.turns = [dict(t) for t in turns]
+        try:
+            self.turns = _Script.model_validate({"turns": list(turns)}).turns
+        except ValidationError as exc:
+            problems = _problems(exc, listed=True)
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            head = problems[0].format().splitlines()[0]
+            raise ScriptError(
+                f"model script {name!r}: {head}{more}", hint=problems[0].hint
+            ) from None
         self.position = 0
         self.each_run = each_run
 
@@ -44,28 +100,51 @@ class ScriptedModel:
 
     @classmethod
     def from_spec(cls, spec: str, *, base_dir: str | None = None, **_: Any) -> ScriptedModel:
-        """Load ``spec`` (a path, relative to ``base_dir`` when given)."""
+        """Load ``spec`` (a path, relative to ``base_dir`` when given). Raises
+        `ScriptError` naming the file, and the line and column of the first
+        problem, when it cannot be read, parsed, or is not a script."""
+        from ._document import locate, read_document  # lazy: PyYAML, only scripts need it
+
         path = Path(spec)
         if not path.is_absolute() and base_dir is not None:
             path = Path(base_dir) / path
         try:
-            text = path.read_text(encoding="utf-8")
+            document = read_document(path)
         except OSError as exc:
             raise ScriptError(
                 f"cannot read model script {str(path)!r}: {exc.strerror}",
                 hint="model: scripted:<path to a YAML or JSON script>",
             ) from None
-        if path.suffix == ".json":
-            data = json.loads(text)
+        except ManifestError as exc:
+            raise ScriptError(f"model script {exc.message}", hint=exc.hint) from None
+        data = document.data
+        listed = isinstance(data, list)
+        problems: list[Problem] = []
+        script: _Script | None = None
+        if not listed and not isinstance(data, dict):
+            line, column = document.placements.find(())
+            problems.append(
+                Problem(
+                    (),
+                    "a model script must be a list of turns, or a mapping with 'turns'",
+                    hint="- text: Hello!",
+                    line=line,
+                    column=column,
+                )
+            )
         else:
-            import yaml  # lazy: only YAML scripts need it, and it costs start-up time
-
-            data = yaml.safe_load(text)
-        turns = data.get("turns") if isinstance(data, dict) else data
-        if not isinstance(turns, list):
-            raise ScriptError(f"model script {str(path)!r} must be a list of turns")
-        each_run = bool(data.get("each_run")) if isinstance(data, dict) else False
-        return cls(turns, name=str(path), each_run=each_run)
+            try:
+                script = _Script.model_validate({"turns": data} if listed else data)
+            except ValidationError as exc:
+                problems = _problems(exc, listed=listed)
+        if script is None:
+            first = locate(problems, document.placements)[0]
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            head = first.format(str(path)).splitlines()[0]
+            raise ScriptError(f"model script {head}{more}", hint=first.hint)
+        model = cls([], name=str(path), each_run=script.each_run)
+        model.turns = script.turns
+        return model
 
     def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str]]:
         if self.each_run:
@@ -82,7 +161,7 @@ class ScriptedModel:
             )
         turn = self.turns[self.position]
         self.position += 1
-        expected = (turn.get("expect") or {}).get("last_user")
+        expected = turn.expect.last_user if turn.expect is not None else None
         if expected is not None:
             users = [m for m in request.messages if m.role == "user"]
             got = users[-1].text if users else None
@@ -92,16 +171,14 @@ class ScriptedModel:
                     f"message {expected!r}, got {got!r}"
                 )
         calls = [
-            MessageToolCall.make(
-                c.get("id") or f"call_{self.position}_{i}", c["name"], c.get("arguments", {})
-            )
-            for i, c in enumerate(turn.get("tool_calls") or [])
+            MessageToolCall.make(c.id or f"call_{self.position}_{i}", c.name, c.arguments)
+            for i, c in enumerate(turn.tool_calls or [])
         ]
-        text = turn.get("text")
+        text = turn.text
         message = Message.assistant(
             text if text is not None else ("" if calls else None), calls or None
         )
-        deltas = list(turn.get("deltas") or ([text] if text else []))
+        deltas = list(turn.deltas or ([text] if text else []))
         usage = Usage(
             input_tokens=sum(len(m.text) for m in request.messages) // 4,
             output_tokens=len(text or "") // 4,
@@ -126,3 +203,68 @@ def _injected(message: Message) -> bool:
     """Whether ``message`` is an injected synthetic call (not a model turn)."""
     calls = message.tool_calls or ()
     return bool(calls) and all(c.id.startswith(PREFIX) for c in calls)
+
+
+def _problems(exc: ValidationError, *, listed: bool) -> list[Problem]:
+    """One `Problem` per error of a script's validation; ``listed`` when the
+    script is a bare list of turns (no ``turns:`` in its locations)."""
+    out: list[Problem] = []
+    seen: set[tuple[tuple[str | int, ...], str]] = set()
+    for err in exc.errors(include_url=False):
+        loc: tuple[str | int, ...] = tuple(err["loc"])
+        if "arguments" in loc:  # the union's members would each speak
+            loc = loc[: loc.index("arguments") + 1]
+            problem = Problem(
+                loc,
+                "arguments must be a mapping, or JSON text",
+                hint="arguments: {city: Paris}",
+            )
+        elif err["type"] == "missing":
+            problem = Problem(
+                loc, f"required field '{loc[-1]}' is missing", hint=f"add '{loc[-1]}'"
+            )
+        elif err["type"] == "extra_forbidden":
+            allowed = _allowed(loc)
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            guess = f"did you mean '{close[0]}'? " if close else ""
+            problem = Problem(
+                loc,
+                f"unknown field '{_short(str(loc[-1]))}'",
+                hint=f"{guess}allowed fields: {', '.join(allowed)}",
+            )
+        else:
+            shown = repr(err.get("input"))
+            problem = Problem(loc, f"{err['msg']}, got {_short(shown)}")
+        if listed and problem.location[:1] == ("turns",):
+            problem = Problem(problem.location[1:], problem.message, problem.hint)
+        if (problem.location, problem.message) not in seen:
+            seen.add((problem.location, problem.message))
+            out.append(problem)
+    # A misspelt field is the cause of the missing one it was meant to be.
+    return sorted(out, key=lambda p: not p.message.startswith("unknown field"))
+
+
+def _allowed(loc: tuple[str | int, ...]) -> list[str]:
+    """The fields of the model that validates the mapping holding ``loc``."""
+    model: type[BaseModel] | None = _Script
+    for part in loc[:-1]:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field is not None else None
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The script model ``annotation`` holds (``X``, ``list[X]``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for argument in get_args(annotation):
+        found = _model_in(argument)
+        if found is not None:
+            return found
+    return None
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."

@@ -12,6 +12,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from .._document import Placements, shown
 from .._errors import ManifestError, Problem
 from .._loader import get_registry
 from .._registry import CATEGORY_LABEL, PluginInfo, Registry
@@ -41,24 +42,25 @@ def load_manifest(
     kind can check what it names in a plugin-owned section.
     """
     reg = registry if registry is not None else get_registry()
-    text: str | None = None
+    placements: Placements | None = None
     name: str | None = None
     if isinstance(source, Mapping):
         data: Any = dict(source)
     else:
         name = fspath(source)
-        data, text = read_document(name)
+        document = read_document(name)
+        data, placements = document.data, document.placements
     if not isinstance(data, dict):
-        raise ManifestError(
-            [
-                Problem(
-                    (),
-                    "a manifest must be a mapping of fields",
-                    hint="start with 'name:' and 'model:'",
-                )
-            ],
-            source=name,
+        line, column = placements.find(()) if placements is not None else (None, None)
+        problem = Problem(
+            (),
+            "a manifest must be a mapping of fields, not "
+            + ("an empty file" if data is None else _kind_of(data)),
+            hint="start with 'name:' and 'model:'",
+            line=line,
+            column=column,
         )
+        raise ManifestError([problem], source=name)
     data, problems = interpolate(data, environ)
     model = app_model(reg, base)
     config: M | None = None
@@ -71,7 +73,7 @@ def load_manifest(
             p for p in translate_errors(exc, data, reg, model) if p.location not in reported
         )
     if problems:
-        raise ManifestError(locate_problems(problems, text), source=name)
+        raise ManifestError(locate_problems(problems, placements), source=name)
     assert config is not None
     if name is not None:
         config._source = str(Path(name).resolve())  # type: ignore[attr-defined]
@@ -89,6 +91,8 @@ def translate_errors(
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
         problem = _translate(err, data, registry, model)
+        hint = shown(problem.hint, 600) if problem.hint else None
+        problem = Problem(problem.location, shown(problem.message, 300), hint)
         key = (problem.location, problem.message)
         if key not in seen:
             seen.add(key)
@@ -112,6 +116,12 @@ def _clean_location(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
         out.append(part)
         node = _child(node, part)
     return tuple(out)
+
+
+def _kind_of(value: Any) -> str:
+    """``a list``, ``a string``...: what a value is, in a manifest author's words."""
+    names = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    return next((n for t, n in names.items() if isinstance(value, t)), f"a {type(value).__name__}")
 
 
 def _category_at(loc: tuple[str | int, ...]) -> str:
@@ -149,7 +159,7 @@ def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) 
         suggestion = f"did you mean '{close[0]}'? " if close else ""
         if allowed:
             suggestion += "allowed fields: " + ", ".join(allowed)
-        return Problem(loc, f"unknown field '{field}'", hint=suggestion or None)
+        return Problem(loc, f"unknown field '{shown(field)}'", hint=suggestion or None)
     message = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if message.startswith(prefix):
@@ -184,6 +194,11 @@ def _unknown_kind(
     listing = f"installed {label}s: " + (", ".join(installed) if installed else "none")
     if tag is None:
         return Problem(loc, f"missing 'kind' of {label}", hint=listing)
+    if not isinstance(tag, str):
+        return Problem(
+            loc, f"the 'kind' of a {label} is its name, not {_kind_of(tag)}", hint=listing
+        )
+    tag = shown(tag)
     hidden = registry.kind(category, tag) if category != "model" else registry.models.get(tag)
     if hidden is not None:
         return Problem(

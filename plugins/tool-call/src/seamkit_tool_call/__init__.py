@@ -3,6 +3,9 @@
 At ``on_request_start`` it calls one of the agent's tools and injects the
 call and its result into the messages (a synthetic pair); at
 ``on_completion`` it only calls the tool. Written against seamkit's public API.
+
+When the agent is built, the entry is checked against its tool: the tool
+must exist, and the arguments must fit its JSON Schema (see `_arguments`).
 """
 
 from __future__ import annotations
@@ -17,12 +20,13 @@ from pydantic import Field, model_validator
 from seamkit.flow import RewriteMessages
 from seamkit.plugins import BuildContext
 
+from ._arguments import PLACEHOLDER, check_arguments, unknown_tool
+
 __all__ = ["ToolCallHook", "ToolCallHookConfig"]
 __seamkit_api__ = 1
 
 log = logging.getLogger("seamkit.tool_call")
 
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)?)\s*\}\}")
 _NAMES = ("user_message", "output", "run_id")
 
 
@@ -95,7 +99,7 @@ class ToolCallHookConfig(seamkit.HookConfig):
 
 def _placeholders(value: Any) -> list[str]:
     if isinstance(value, str):
-        return _PLACEHOLDER.findall(value)
+        return PLACEHOLDER.findall(value)
     if isinstance(value, dict):
         return [n for v in value.values() for n in _placeholders(v)]
     if isinstance(value, list):
@@ -105,7 +109,12 @@ def _placeholders(value: Any) -> list[str]:
 
 class ToolCallHook:
     """The hook a ``tool_call`` entry builds: the tool is looked up once, when
-    the agent is built."""
+    the agent is built, and the entry's arguments are checked against it.
+
+    Raises `seamkit.ManifestError` whose problems are located inside the
+    entry (``tool_name``, ``arguments.limit``) when the tool is missing or
+    the arguments do not fit its schema.
+    """
 
     def __init__(self, config: ToolCallHookConfig, build: BuildContext) -> None:
         self.config = config
@@ -113,15 +122,11 @@ class ToolCallHook:
         tool = build.tools.get(final)
         if tool is None:
             label = config.name or "tool_call"
-            how = (
-                f"toolset_name {config.toolset_name!r} + tool_name {config.tool_name!r}"
-                if config.toolset_name
-                else f"tool_name {config.tool_name!r}"
-            )
-            raise seamkit.SeamkitError(
-                f"hook {label!r}: no tool named {final!r} ({how})",
-                hint=f"the agent's tools: {', '.join(build.tools) or 'none'}",
-            )
+            tools = list(build.tools)
+            raise unknown_tool(label, final, config.tool_name, config.toolset_name, tools)
+        problems = check_arguments(config.arguments, tool, final)
+        if problems:
+            raise seamkit.ManifestError(problems)
         self.tool: seamkit.Tool = tool
         self.final_name = final
         self.frequency: seamkit.injection.Frequency = config.frequency or "append_if_changed"
@@ -241,7 +246,7 @@ def _render(value: Any, ctx: seamkit.HookContext, values: dict[str, Any], *, sho
         secret = secret or isinstance(found, seamkit.Secret)
         return found
 
-    whole = _PLACEHOLDER.fullmatch(value.strip())
+    whole = PLACEHOLDER.fullmatch(value.strip())
     if whole is not None:
         return lookup(whole.group(1))  # a lone placeholder keeps the value's type
 
@@ -251,7 +256,7 @@ def _render(value: Any, ctx: seamkit.HookContext, values: dict[str, Any], *, sho
             return str(found.get_secret_value())
         return str(found)  # a Secret prints as ***
 
-    rendered = _PLACEHOLDER.sub(text, value)
+    rendered = PLACEHOLDER.sub(text, value)
     return seamkit.Secret(rendered) if secret and not shown else rendered
 
 

@@ -253,10 +253,12 @@ def test_sequential_terminate_never_starts_the_remaining_calls() -> None:
     result = streamed.result
     assert result is not None and ran == [0]
     assert result.outcome == seamkit.Terminated(reason="enough", hook="guard")
-    assert roles(result) == ["user", "assistant"]  # nothing of the batch committed
-    # the first call started (live) and ran; nothing of the batch was committed
+    # the first call started (live) and ran: its result is kept (issue 17);
+    # the second never started, so nothing answers it
+    assert roles(result) == ["user", "assistant", "tool"]
+    assert result.transcript[2] == Message.tool("call_1_0", "0")
     assert [e.call.index for e in streamed.of(S.ToolExecutionStart)] == [0]
-    assert streamed.of(S.ToolCompleted) == []
+    assert [e.call.index for e in streamed.of(S.ToolCompleted)] == [0]
 
 
 def test_concurrent_batch_drains_in_flight_drops_the_rest_and_reports_the_lowest_index() -> None:
@@ -291,8 +293,9 @@ def test_concurrent_batch_drains_in_flight_drops_the_rest_and_reports_the_lowest
     assert streamed.result.outcome == seamkit.Terminated(reason="stop at 1", hook="guard")
     assert started == [0] and finished == [0]  # call 0 was in flight: drained, not cancelled
     assert 3 not in started and 4 not in started
-    assert roles(streamed.result) == ["user", "assistant"]
-    assert streamed.of(S.ToolCompleted) == []
+    # call 0 ran: its result is kept (issue 17); the stopped calls have none
+    assert roles(streamed.result) == ["user", "assistant", "tool"]
+    assert [e.call.index for e in streamed.of(S.ToolCompleted)] == [0]
 
 
 def test_concurrent_results_are_committed_in_call_order() -> None:

@@ -2,18 +2,22 @@
 
 Each call goes: validation (the invalid-call path when it fails), then
 ``on_pre_tool_use``, the tool body, ``on_post_tool_use``. Nothing is committed
-or surfaced here: the batch returns every call's settled outcome, in call
-order, or the stop that ended it. A stop (Terminate, Fail, a fail-closed hook
-error) is fail-fast: sequentially the remaining calls never start;
-concurrently no new call starts, calls in flight are drained, and the stop of
-the lowest call index wins.
+or surfaced here: each settled call goes into the drive loop's ``settled``
+list as it settles (a call whose tool ran goes there the moment the tool
+returned, so that its result is kept whatever happens next: a hook stopping
+the run, a cancellation, an interrupt), and the batch returns the stop that
+ended it, if any. A stop (Terminate, Fail, a fail-closed hook error) is
+fail-fast: sequentially the remaining calls never start; concurrently no new
+call starts, calls in flight are drained, and the stop of the lowest call
+index wins. A KeyboardInterrupt or SystemExit in a call stops the batch the
+same way and is re-raised once the calls in flight are drained.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +28,7 @@ from ._context import HookContext
 from ._dispatch import Dispatched
 from ._errors import HookError, InvalidToolCall
 from ._events import HookEvent
-from ._secret import as_json, redact, secret_texts
+from ._secret import as_json, secret_texts
 from ._tool import Tool
 from ._toolmap import ToolMap
 from ._types import Failed, Outcome, Terminated, ToolCall, ToolResult
@@ -43,7 +47,8 @@ _INVALID = HookEvent.ON_INVALID_TOOL_CALL
 @dataclass(slots=True)
 class Settled:
     """One call's outcome: its result, the effective call when the body ran
-    (``None`` for a skipped or invalid call), and whether it ends the run."""
+    (``None`` for a skipped or invalid call), and whether it ends the run.
+    ``call.index`` is its position in the turn (the commit order)."""
 
     call: ToolCall
     result: ToolResult
@@ -70,7 +75,7 @@ _DROPPED = _Dropped()
 class Batch:
     """Runs one turn's calls; built per turn by the drive loop."""
 
-    __slots__ = ("agent", "ctx", "dispatch", "emit", "stopped", "tools")
+    __slots__ = ("agent", "ctx", "dispatch", "emit", "interrupt", "settled", "stopped", "tools")
 
     def __init__(
         self,
@@ -79,20 +84,32 @@ class Batch:
         dispatch: Dispatch,
         emit: Callable[[ObservedEvent], None] | None,
         agent: object,
+        settled: list[Settled],
     ) -> None:
         self.ctx = ctx
         self.tools = tools
         self.dispatch = dispatch  # skips events without hooks; reports HookFired
         self.emit = emit
         self.agent = agent
+        self.settled = settled
         self.stopped = False
+        self.interrupt: KeyboardInterrupt | SystemExit | None = None
 
     async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
-        """Settle one call; never raises except on cancellation."""
+        """Settle one call and keep it in ``settled``; never raises except on
+        cancellation or an interrupt."""
         try:
-            return await self._one(call)
+            outcome = await self._one(call)
         except HookError as exc:
             return Stop(call.index, Failed(error=str(exc.message)))
+        if isinstance(outcome, Settled) and outcome.executed is None:
+            self.settled.append(outcome)  # (one whose tool ran is kept already)
+        return outcome
+
+    def _redact(self, text: str, secrets: list[str]) -> str:
+        """``text`` (an invalid call's explanation) with the run's secrets and
+        those of arguments a hook wrote masked."""
+        return self.ctx.redactor.extend(secrets)(text)
 
     async def _one(self, call: ToolCall) -> Settled | Stop | _Dropped:
         tool = self.tools.get(call.name)
@@ -105,22 +122,22 @@ class Batch:
             error = f"invalid arguments for tool {call.name!r}: {call.arguments_error}"
         else:
             try:
-                values = tool.validate(call.arguments)
+                values = _validated(tool, call.arguments)
             except InvalidToolCall as exc:
                 error = exc.message
         if error is not None:
-            outcome = await self._invalid(call, error)
+            outcome = await self._invalid(call, self._redact(error, secrets))
             if not isinstance(outcome, ToolCall):
                 return outcome
             call = outcome
             tool = self.tools[call.name]
             secrets = secret_texts(call.arguments)
             try:
-                values = tool.validate(call.arguments)
+                values = _validated(tool, call.arguments)
             except InvalidToolCall as exc:
                 return Settled(
                     call,
-                    _error(call, f"{redact(exc.message, secrets)} (after repair)"),
+                    _error(call, f"{self._redact(exc.message, secrets)} (after repair)"),
                     None,
                     False,
                     True,
@@ -139,28 +156,38 @@ class Batch:
             )
             secrets = secret_texts(arguments)
             try:
-                values = tool.validate(arguments)
+                values = _validated(tool, arguments)
             except InvalidToolCall as exc:
-                return Settled(
-                    call,
-                    _error(call, f"{redact(exc.message, secrets)} (after a hook rewrote them)"),
-                    None,
-                )
+                text = self._redact(exc.message, secrets)
+                return Settled(call, _error(call, f"{text} (after a hook rewrote them)"), None)
         if self.stopped:
             return _DROPPED
         if self.emit is None:  # the hot path: nobody watches, no coroutine more
             result = await tool.invoke(
-                values, self.ctx.action_context, call_id=call.id, secrets=secrets, agent=self.agent
+                values,
+                self.ctx.action_context,
+                call_id=call.id,
+                secrets=secrets,
+                agent=self.agent,
+                redactor=self.ctx.redactor,
             )
         else:
             result = await self._observed(tool, values, call, secrets, self.emit)
-        decided = await self.dispatch(_POST, call, result)
+        # The tool ran: its result is kept from now on, whatever the hooks
+        # after it decide (a Terminate or a failure stops the run, not the
+        # result) and whether or not the run is cancelled meanwhile.
+        kept = Settled(call, result, call, tool.terminal and not result.is_error)
+        self.settled.append(kept)
+        try:
+            decided = await self.dispatch(_POST, call, result)
+        except HookError as exc:
+            return Stop(call.index, Failed(error=str(exc.message)))
         kind = type(decided.flow)
         if kind is F.RewriteResult:
-            result = result.model_copy(update={"content": decided.flow.content})
+            kept.result = result.model_copy(update={"content": decided.flow.content})
         elif kind is F.Terminate:
             return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
-        return Settled(call, result, call, tool.terminal and not result.is_error)
+        return kept
 
     async def _observed(
         self,
@@ -183,6 +210,7 @@ class Batch:
                 call_id=call.id,
                 secrets=secrets,
                 agent=self.agent,
+                redactor=self.ctx.redactor,
                 on_chunk=lambda text: emit(ToolOutputDelta(call.id, text, turn)),
             )
             return ended
@@ -195,12 +223,11 @@ class Batch:
         flow = decided.flow
         kind = type(flow)
         if kind is F.Continue:
-            text = f"{error}. Available tools: {', '.join(available) or 'none'}."
+            text = _told(error, available)
             return Settled(call, ToolResult.error(text, call_id=call.id), None, False, True)
         if kind is F.Retry:
-            return Settled(
-                call, ToolResult.error(flow.feedback, call_id=call.id), None, False, True
-            )
+            feedback = flow.feedback if flow.feedback is not None else _told(error, available)
+            return Settled(call, ToolResult.error(feedback, call_id=call.id), None, False, True)
         if kind is F.Skip:
             return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
         if kind is F.Terminate:
@@ -220,6 +247,23 @@ class Batch:
             text = f"unknown tool {repaired.name!r} (after repair)"
             return Settled(call, _error(call, text), None, False, True)
         return repaired
+
+
+def _told(error: str, available: tuple[str, ...]) -> str:
+    """What the model is told about an invalid call by default."""
+    return f"{error}. Available tools: {', '.join(available) or 'none'}."
+
+
+def _validated(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``tool.validate(arguments)``; arguments nested too deeply for the
+    validator (a recursive schema) are an invalid call too, never a crash."""
+    try:
+        return tool.validate(arguments)
+    except RecursionError:
+        raise InvalidToolCall(
+            f"arguments for tool {tool.name!r} are nested too deeply to validate",
+            tool=tool.name,
+        ) from None
 
 
 def _error(call: ToolCall, text: str) -> ToolResult:
@@ -243,30 +287,35 @@ async def run_batch(
     ctx: HookContext,
     tools: ToolMap,
     dispatch: Dispatch,
+    settled: list[Settled],
     emit: Callable[[ObservedEvent], None] | None = None,
     agent: object = None,
-) -> list[Settled] | Stop:
-    """Settle every call of a turn; the settled outcomes in call order, or the
-    stop that ends the run (the lowest call index when several stopped).
-    ``emit`` receives the live tool events; ``agent`` is what an
-    ``action_agent`` parameter receives."""
-    batch = Batch(ctx, tools, dispatch, emit, agent)
+) -> Stop | None:
+    """Settle the calls of a turn into ``settled`` (in the order they settle:
+    sort by ``call.index`` to commit); the stop that ends the run (the lowest
+    call index when several stopped), or ``None``. ``emit`` receives the live
+    tool events; ``agent`` is what an ``action_agent`` parameter receives."""
+    batch = Batch(ctx, tools, dispatch, emit, agent, settled)
     if concurrency <= 1 or len(calls) <= 1:
-        settled: list[Settled] = []
         for call in calls:
             outcome = await batch.one(call)
             if isinstance(outcome, Stop):
                 return outcome
-            assert isinstance(outcome, Settled)
-            settled.append(outcome)
-        return settled
+        return None
     gate = asyncio.Semaphore(concurrency)
 
     async def guarded(call: ToolCall) -> Settled | Stop | _Dropped:
         async with gate:
             if batch.stopped:
                 return _DROPPED
-            outcome = await batch.one(call)
+            try:
+                outcome = await batch.one(call)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # Raised in this task it would stop the event loop itself: it
+                # is handed to the batch's caller instead, like a stop.
+                batch.interrupt = batch.interrupt or exc
+                batch.stopped = True
+                return _DROPPED
             if isinstance(outcome, Stop):
                 batch.stopped = True
             return outcome
@@ -279,7 +328,7 @@ async def run_batch(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         raise
+    if batch.interrupt is not None:
+        raise batch.interrupt
     stops = [o for o in outcomes if isinstance(o, Stop)]
-    if stops:
-        return min(stops, key=lambda s: s.index)
-    return [o for o in outcomes if isinstance(o, Settled)]
+    return min(stops, key=lambda s: s.index) if stops else None

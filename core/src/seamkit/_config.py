@@ -199,6 +199,20 @@ class Settings(BaseModel):
     run_timeout_seconds: float | None = Field(
         default=None, gt=0, description="Wall-clock limit of one run; none by default."
     )
+    completion_timeout_seconds: float | None = Field(
+        default=10.0,
+        gt=0,
+        description="How long the on_completion hooks of one run may take together, after "
+        "the run (and run_timeout_seconds) ended; a hook still running then is cancelled and "
+        "reported. null: no limit (a second cancellation of the run still cuts them short).",
+    )
+    max_argument_depth: int = Field(
+        default=64,
+        gt=0,
+        le=200,
+        description="How deeply a tool call's JSON arguments may nest (objects and arrays); "
+        "a call nested deeper is an invalid call, never a crash.",
+    )
     session_wait_seconds: float = Field(
         default=10.0,
         ge=0,

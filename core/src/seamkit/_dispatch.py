@@ -25,6 +25,7 @@ from ._config import HookConfig, OnError
 from ._context import HookContext
 from ._errors import HookError, PluginError
 from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
+from ._flowcheck import payload_problem
 from ._patch import LAST_WRITER_WINS, RequestPatch
 from ._secret import Redactor, secret_texts
 from ._types import Diagnostic
@@ -190,11 +191,25 @@ class Dispatcher:
         return tuple(i.ref for i in self._lists[HookEvent(event)])
 
     # --- calling one hookimpl ---------------------------------------------
+    #
+    # What a hook raises, and what it means (the guide's "When a hook raises"):
+    # - an Exception (a hook's own TimeoutError included) is a hook failure,
+    #   handled by its on_error; so is its time-out;
+    # - KeyboardInterrupt and SystemExit are the process being asked to stop:
+    #   they propagate whatever on_error says (the run ends as cancelled,
+    #   on_completion fires, a session is saved, and the run re-raises them);
+    # - CancelledError is a cancellation when the task running the hook was
+    #   asked to cancel (the run was cancelled, or a time-out expired); raised
+    #   otherwise (a hook awaiting something another task cancelled) it is a
+    #   hook failure;
+    # - GeneratorExit (and any other BaseException) is a hook failure, unless
+    #   the coroutine running the hook is itself being closed.
 
     async def _call(self, impl: _Impl, event: HookEvent, args: tuple[Any, ...]) -> Any:
         picked = args if impl.picks is None else tuple(args[i] for i in impl.picks)
         timeout = impl.ref.timeout_seconds
         scope: asyncio.Timeout | None = None
+        task = asyncio.current_task()
         try:
             if timeout is None:
                 result = impl.fn(*picked)
@@ -212,14 +227,31 @@ class Dispatcher:
             if scope is not None and scope.expired():
                 return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+        except BaseException as exc:
+            if _propagates(exc, task):
+                self._interrupted(impl, event, args[0], exc)
+                raise
+            return self._failed(impl, event, args[0], _describe(exc), exc)
         return result
+
+    def _interrupted(self, impl: _Impl, event: HookEvent, ctx: Any, exc: BaseException) -> None:
+        """Report a hook that stopped the run by raising KeyboardInterrupt or
+        SystemExit (a cancellation passes unreported: the run reports it)."""
+        if not isinstance(exc, KeyboardInterrupt | SystemExit):
+            return
+        name = impl.ref.name
+        message = self._redactor(impl, ctx)(
+            f"hook {name!r} raised {_describe(exc)} at {event.value}: the run stops as "
+            f"cancelled (unless it had ended) and re-raises it"
+        )
+        log.warning("%s", message)
+        _diagnose(ctx, "hook_interrupted", message, event, (name,))
 
     def _failed(
         self, impl: _Impl, event: HookEvent, ctx: Any, what: str, exc: BaseException | None
     ) -> Any:
         name = impl.ref.name
-        redactor = ctx.redactor if isinstance(ctx, HookContext) else Redactor()
-        what = redactor.extend(impl.ref.secrets)(what)
+        what = self._redactor(impl, ctx)(what)
         if impl.ref.on_error == "fail":
             raise HookError(
                 f"hook {name!r} failed at {event.value}: {what}",
@@ -234,6 +266,12 @@ class Dispatcher:
         return None
 
     @staticmethod
+    def _redactor(impl: _Impl, ctx: Any) -> Redactor:
+        """The run's redactor plus the secrets of the hook's own config."""
+        redactor = ctx.redactor if isinstance(ctx, HookContext) else Redactor()
+        return redactor.extend(impl.ref.secrets)
+
+    @staticmethod
     def _bad_flow(impl: _Impl, event: HookEvent, result: Any) -> HookError:
         flow_name = type(result).__name__
         allowed = ", ".join(t.__name__ for t in EVENTS[event].flows)
@@ -244,6 +282,27 @@ class Dispatcher:
             event=event.value,
             flow=flow_name,
         )
+
+    @staticmethod
+    def _checked(impl: _Impl, event: HookEvent, result: Any) -> type:
+        """The type of a flow ``event`` accepts with a well-formed payload;
+        raises the `HookError` naming hook, event, flow and field otherwise
+        (whatever the hook's ``on_error``: a malformed flow is a bug, as a
+        flow the event does not accept is)."""
+        kind = type(result)
+        if kind not in EVENTS[event].flows:
+            raise Dispatcher._bad_flow(impl, event, result)
+        problem = payload_problem(result)
+        if problem is not None:
+            raise HookError(
+                f"hook {impl.ref.name!r} returned a malformed {kind.__name__} at "
+                f"{event.value}: {problem}",
+                hook=impl.ref.name,
+                event=event.value,
+                flow=kind.__name__,
+                hint=f"see seamkit.flow.{kind.__name__} for what it holds",
+            )
+        return kind
 
     # --- composition ------------------------------------------------------
 
@@ -271,7 +330,6 @@ class Dispatcher:
     async def _first(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
-        accepted = EVENTS[event].flows
         for impl in impls:
             if self._unmatched(impl, args):
                 continue
@@ -282,16 +340,13 @@ class Dispatcher:
             )
             if result is None:
                 continue
-            if type(result) not in accepted:
-                raise self._bad_flow(impl, event, result)
-            if type(result) is not F.Continue:
+            if self._checked(impl, event, result) is not F.Continue:
                 return Dispatched(result, impl.ref.name)
         return NOTHING
 
     async def _chain(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
-        accepted = EVENTS[event].flows
         rewritten: Any = None
         current = list(args)
         for impl in impls:
@@ -305,9 +360,7 @@ class Dispatcher:
             )
             if result is None:
                 continue
-            kind = type(result)
-            if kind not in accepted:
-                raise self._bad_flow(impl, event, result)
+            kind = self._checked(impl, event, result)
             if kind is F.Continue:
                 continue
             if kind is F.Skip or kind is F.Terminate:
@@ -319,7 +372,6 @@ class Dispatcher:
     async def _accumulate(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
-        accepted = EVENTS[event].flows
         merged: RequestPatch | None = None
         writers: dict[str, str] = {}
         narrowers: list[str] = []
@@ -331,9 +383,7 @@ class Dispatcher:
             )
             if result is None:
                 continue
-            kind = type(result)
-            if kind not in accepted:
-                raise self._bad_flow(impl, event, result)
+            kind = self._checked(impl, event, result)
             if kind is F.Terminate:
                 return Dispatched(result, impl.ref.name)
             if kind is F.PatchRequest:
@@ -356,6 +406,13 @@ class Dispatcher:
             return impl.fn(*(args[i] for i in impl.picks))
         except Exception as exc:
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
+        except BaseException as exc:
+            # Plain code is never cancelled or closed from outside: only
+            # KeyboardInterrupt and SystemExit propagate (see _call).
+            if isinstance(exc, KeyboardInterrupt | SystemExit):
+                self._interrupted(impl, event, args[0], exc)
+                raise
+            return self._failed(impl, event, args[0], _describe(exc), exc)
 
     async def _all(self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]) -> None:
         for impl in impls:
@@ -365,6 +422,12 @@ class Dispatcher:
                 log.warning("%s", exc.message)
                 _diagnose(args[0], "hook_skipped", exc.message, event, (impl.ref.name,))
                 continue
+            except asyncio.CancelledError:
+                # on_completion's deadline, or a second cancellation of the run
+                message = f"hook {impl.ref.name!r} was cancelled at {event.value}"
+                log.warning("%s", message)
+                _diagnose(args[0], "hook_cancelled", message, event, (impl.ref.name,))
+                raise
             if result is not None and type(result) is not F.Continue:
                 message = (
                     f"hook {impl.ref.name!r} returned {type(result).__name__} at "
@@ -372,6 +435,27 @@ class Dispatcher:
                 )
                 log.warning("%s", message)
                 _diagnose(args[0], "flow_ignored", message, event, (impl.ref.name,))
+
+
+def _propagates(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:
+    """Whether a BaseException out of a hook stops the run rather than being
+    the hook's failure (see the comment above `Dispatcher._call`)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return True
+    current = asyncio.current_task()
+    if isinstance(exc, asyncio.CancelledError):
+        return current is not None and current.cancelling() > 0
+    # Anything else (GeneratorExit...) is the hook's, unless this coroutine is
+    # being closed from outside the task it ran in (at shutdown, say).
+    return current is None or current is not task
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message`` of what a hook raised; ``SystemExit(code)`` for an exit."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r})"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _thread(event: HookEvent, current: list[Any], result: Any) -> None:

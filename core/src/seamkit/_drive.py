@@ -5,6 +5,23 @@ from the agent's frozen `RunPlan`; the only differences are
 ``ctx.is_streaming``, whether the model is asked with ``stream`` (so text
 deltas exist) and whether events reach a stream. Hooks fire in the same order
 with the same arguments either way; observers see the same events either way.
+
+Whatever happens, a run ends with an outcome and a transcript that holds the
+result of every tool that ran (each tool message answering one call id):
+
+- a model turn is checked before it is accepted: anything but an assistant
+  `ModelTurn` fails the run (a `ModelError`); a tool call with an empty id, or
+  an id already used in the turn, gets a fresh one (``call_`` and 24 random
+  hex digits, noted as ``tool_call_id_assigned``), so that every tool message
+  answers exactly one call;
+- the tool results of a batch are committed before the run looks at how it
+  ended: a hook stopping it, ``max_invalid_tool_calls``, a cancellation or an
+  interrupt never drops a result that exists;
+- ``on_completion`` runs within ``completion_timeout_seconds``; the first
+  cancellation of the run lets it finish, a second one cuts it short;
+- a hook raising KeyboardInterrupt or SystemExit ends the run as
+  ``cancelled``; on_completion still fires, and the exception is re-raised;
+- every diagnostic and the outcome's text go through the run's redactor.
 """
 
 from __future__ import annotations
@@ -12,17 +29,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
 from . import flow as F
-from ._batch import Settled, Stop, run_batch
+from ._batch import Settled, run_batch
 from ._context import HookContext
 from ._dispatch import NOTHING, Dispatched, Dispatcher
 from ._errors import HookError, ModelError, SeamkitError
 from ._events import HookEvent
+from ._flowcheck import message_problem
 from ._manifest import Settings
 from ._patch import RequestPatch
 from ._toolmap import ToolMap
@@ -33,6 +52,7 @@ from ._types import (
     Failed,
     MaxTurns,
     Message,
+    MessageToolCall,
     Model,
     ModelRequest,
     ModelTurn,
@@ -63,6 +83,14 @@ log = logging.getLogger("seamkit.run")
 T = TypeVar("T")
 
 Emit = Callable[[ObservedEvent], None]
+
+Interrupt = KeyboardInterrupt | SystemExit
+"""What stops a run and is re-raised after it: the process is asked to stop."""
+
+CANCEL_GRACE_SECONDS = 1.0
+"""How long on_completion hooks that were cut short (by the deadline or a
+second cancellation) get to finish their clean-up before the run stops
+waiting for them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +124,7 @@ class RunState:
         "invalid",
         "outcome",
         "output",
+        "pending",
         "plan",
         "session",
         "transcript",
@@ -121,6 +150,8 @@ class RunState:
         self.invalid = 0
         self.outcome: Outcome = Completed()
         self.output: str | None = None
+        self.pending: list[Settled] = []
+        """The current batch's settled calls, not yet in the transcript."""
 
     def baseline(self) -> ModelRequest:
         """The request every model call of this turn starts from: the
@@ -167,10 +198,13 @@ async def drive(run: RunState) -> RunResult:
     """Run to the end; always fires ``on_completion`` and emits `RunFinished`.
 
     Cancellation (of the task, or by ``run_timeout_seconds``) ends the run as
-    ``cancelled``; a task cancellation is re-raised after ``on_completion``.
+    ``cancelled``; a task cancellation is re-raised after ``on_completion``,
+    and so is a KeyboardInterrupt or SystemExit (from a hook, a tool, the
+    model). Anything else ends in an outcome: this never raises otherwise.
     """
     settings = run.plan.settings
     cancelled: asyncio.CancelledError | None = None
+    interrupt: Interrupt | None = None
     scope: asyncio.Timeout | None = None
     if run.emit is not None:
         run.emit(
@@ -188,10 +222,14 @@ async def drive(run: RunState) -> RunResult:
     except asyncio.CancelledError as exc:
         run.outcome = Cancelled()
         cancelled = exc
+    except (KeyboardInterrupt, SystemExit) as exc:
+        run.outcome = Cancelled()
+        interrupt = exc
+        _note(run, "interrupted", f"the run was interrupted by {_name(exc)}")
     except HookError as exc:
-        run.outcome = Failed(error=run.redact(exc.message))
+        run.outcome = Failed(error=exc.message)
     except SeamkitError as exc:
-        run.outcome = Failed(error=run.redact(str(exc)))
+        run.outcome = Failed(error=str(exc))
     except Exception as exc:  # a model or plugin bug: the run fails, the caller gets a result
         if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
             run.outcome = Cancelled()
@@ -201,22 +239,140 @@ async def drive(run: RunState) -> RunResult:
             text = run.redact(f"{type(exc).__name__}: {exc}")
             log.warning("run %s failed: %s", run.ctx.run_id, text)
             run.outcome = Failed(error=text)
-    result = RunResult.model_construct(
-        output=run.output if isinstance(run.outcome, Completed | MaxTurns) else None,
-        transcript=tuple(run.transcript),
-        usage=run.usage,
-        diagnostics=tuple(run.ctx.diagnostics),
-        outcome=run.outcome,
-    )
-    # on_completion runs to its end even when the run is cancelled meanwhile
-    # (a stream closed early, say); the cancellation is re-raised afterwards.
-    _, late = await to_the_end(run.dispatch(HookEvent.ON_COMPLETION, result))
-    cancelled = cancelled or late
+    _commit(run)  # the results a batch cut short had settled
+    run.outcome = _redacted(run, run.outcome)
+    result = _result(run)
+    stopping = cancelled is not None or interrupt is not None
+    late, raised = await _complete(run, result, stopping)
+    if len(run.ctx.diagnostics) != len(result.diagnostics):
+        result = _result(run)  # with what on_completion noted
     if run.emit is not None:
         run.emit(RunFinished(result))
+    interrupt = interrupt or raised
+    if interrupt is not None:
+        raise interrupt
+    cancelled = cancelled or late
     if cancelled is not None:
         raise cancelled
     return result
+
+
+def _name(exc: BaseException) -> str:
+    return f"SystemExit({exc.code!r})" if isinstance(exc, SystemExit) else type(exc).__name__
+
+
+def _result(run: RunState) -> RunResult:
+    """The run's result as it stands, its diagnostics masked."""
+    redact = run.ctx.redactor
+    diagnostics = tuple(
+        d if not redact else d.model_copy(update={"message": redact(d.message)})
+        for d in run.ctx.diagnostics
+    )
+    return RunResult.model_construct(
+        output=run.output if isinstance(run.outcome, Completed | MaxTurns) else None,
+        transcript=tuple(run.transcript),
+        usage=run.usage,
+        diagnostics=diagnostics,
+        outcome=run.outcome,
+    )
+
+
+def _redacted(run: RunState, outcome: Outcome) -> Outcome:
+    """``outcome`` with its text (an error, a reason) masked: whichever
+    component wrote it, it may hold a secret."""
+    if not run.ctx.redactor:
+        return outcome
+    if isinstance(outcome, Failed):
+        return Failed(error=run.redact(outcome.error))
+    if isinstance(outcome, Terminated):
+        return Terminated(reason=run.redact(outcome.reason), hook=outcome.hook)
+    return outcome
+
+
+async def _complete(
+    run: RunState, result: RunResult, stopping: bool
+) -> tuple[asyncio.CancelledError | None, Interrupt | None]:
+    """Fire ``on_completion`` within ``completion_timeout_seconds``; the
+    cancellation that arrived meanwhile and the interrupt a hook raised, for
+    the caller to re-raise once the run is reported.
+
+    The hooks run in a task of their own: the first cancellation of the run
+    (a stream closed early, the first Ctrl-C) lets them finish, within the
+    deadline; the deadline or a second cancellation (``stopping``: the run
+    itself was cancelled or interrupted, so any cancellation now is a second
+    one) cancels them, and the run waits at most `CANCEL_GRACE_SECONDS` more
+    for them to clean up.
+    """
+    if HookEvent.ON_COMPLETION not in run.plan.hooked:
+        # Nothing to run or cut short; still a task's step, as it always was:
+        # what waits on a cancelled run sees it end as it used to.
+        _, late = await to_the_end(_completion(run, result))
+        return late, None
+    task = asyncio.ensure_future(_completion(run, result))
+    limit = run.plan.settings.completion_timeout_seconds
+    loop = asyncio.get_running_loop()
+    deadline = None if limit is None else loop.time() + limit
+    cancelled: asyncio.CancelledError | None = None
+    cut: str | None = None
+    while not task.done():
+        left = None if deadline is None else max(0.0, deadline - loop.time())
+        try:
+            await asyncio.wait((task,), timeout=left)
+        except asyncio.CancelledError as exc:
+            if cancelled is None and not stopping:
+                cancelled = exc  # the first: on_completion goes on
+                continue
+            cancelled = cancelled or exc
+            cut = "the run was cancelled a second time"
+            break
+        if not task.done():
+            cut = f"completion_timeout_seconds={limit:g} passed"
+            break
+    if cut is not None:
+        task.cancel()
+        await _grace(task)
+        message = f"on_completion hooks were cancelled: {cut}"
+        log.warning("run %s: %s", run.ctx.run_id, message)
+        run.ctx.diagnostics.append(
+            Diagnostic(
+                code="completion_cut",
+                message=message,
+                event=HookEvent.ON_COMPLETION.value,
+                turn=run.ctx.turn,
+            )
+        )
+    if not task.done():
+        log.warning(
+            "run %s: an on_completion hook ignored its cancellation; it is left running",
+            run.ctx.run_id,
+        )
+        return cancelled, None
+    if task.cancelled():
+        return cancelled, None
+    return cancelled, task.result()
+
+
+async def _completion(run: RunState, result: RunResult) -> Interrupt | None:
+    """The on_completion hooks (in their own task); the KeyboardInterrupt or
+    SystemExit one raised, returned: raised in a task, it would stop the
+    event loop before the run could report and save."""
+    try:
+        await run.dispatch(HookEvent.ON_COMPLETION, result)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        return exc
+    except Exception as exc:  # hooks' failures are handled inside: this is a bug
+        text = run.redact(f"{type(exc).__name__}: {exc}")
+        log.warning("run %s: on_completion failed: %s", run.ctx.run_id, text)
+    return None
+
+
+async def _grace(task: asyncio.Task[Any]) -> None:
+    """Wait up to `CANCEL_GRACE_SECONDS` for a cancelled task to end; a
+    further cancellation ends the wait at once."""
+    try:
+        await asyncio.wait((task,), timeout=CANCEL_GRACE_SECONDS)
+    except asyncio.CancelledError:
+        return
 
 
 async def to_the_end(work: Awaitable[T]) -> tuple[T, asyncio.CancelledError | None]:
@@ -262,11 +418,14 @@ async def _turns(run: RunState) -> None:
         if kind is F.PatchRequest:
             request = decided.flow.patch.apply(request)
             _check_request(request, plan.tools)
-        turn = await _ask(run, request)
-        run.usage = run.usage + turn.usage
+        turn = _accept(run, await _ask(run, request))
         message = turn.message
         run.transcript.append(message)
-        calls = [ToolCall.from_message(c, i) for i, c in enumerate(message.tool_calls or ())]
+        depth = settings.max_argument_depth
+        calls = [
+            ToolCall.from_message(c, i, max_depth=depth)
+            for i, c in enumerate(message.tool_calls or ())
+        ]
         if run.emit is not None:
             for call in calls:
                 run.emit(ToolCallEmitted(call, ctx.turn))
@@ -278,17 +437,19 @@ async def _turns(run: RunState) -> None:
             return
         if not calls:
             return
-        settled = await run_batch(
+        stop = await run_batch(
             calls,
             settings.tool_concurrency,
             ctx=ctx,
             tools=plan.tools,
             dispatch=run.dispatch,
+            settled=run.pending,
             emit=run.emit,
             agent=plan.agent,
         )
-        if isinstance(settled, Stop):
-            run.outcome = settled.outcome
+        settled = _commit(run)  # first: however the run goes on, no result is lost
+        if stop is not None:
+            run.outcome = stop.outcome
             return
         run.invalid += sum(1 for s in settled if s.invalid)
         if run.invalid > settings.max_invalid_tool_calls:
@@ -297,7 +458,6 @@ async def _turns(run: RunState) -> None:
                 f"max_invalid_tool_calls is {settings.max_invalid_tool_calls}"
             )
             return
-        _commit(run, settled)
         finals = [s for s in settled if s.terminal]
         if finals:
             run.output = finals[0].result.content
@@ -310,13 +470,76 @@ async def _turns(run: RunState) -> None:
             return
 
 
-def _commit(run: RunState, settled: list[Settled]) -> None:
-    """Append the batch's tool messages in call order; surface them."""
+def _commit(run: RunState) -> list[Settled]:
+    """Append the settled calls' tool messages in call order and surface
+    them; the calls committed."""
+    settled = sorted(run.pending, key=lambda s: s.call.index)
+    run.pending.clear()
     turn = run.ctx.turn
     for s in settled:
         run.transcript.append(Message.tool(s.call.id, s.result.content))
         if run.emit is not None:
             run.emit(ToolCompleted(s.call, s.result, turn))
+    return settled
+
+
+def _accept(run: RunState, turn: object) -> ModelTurn:
+    """The model's turn as the run accepts it: an assistant `ModelTurn` whose
+    tool calls each have an id of their own. Anything else is a `ModelError`
+    (the run fails; nothing of the turn enters the transcript). Its usage is
+    counted either way: the call was made."""
+    if not isinstance(turn, ModelTurn):
+        raise ModelError(
+            f"the model returned {type(turn).__name__}, not a ModelTurn",
+            hint="a model's complete() returns, and its stream() ends with, a seamkit.ModelTurn",
+        )
+    if isinstance(turn.usage, Usage):
+        run.usage = run.usage + turn.usage
+    message = turn.message
+    problem = message_problem(message, "its message")
+    if problem is not None:
+        raise ModelError(f"the model's turn is malformed: {problem}")
+    if message.role != "assistant":
+        raise ModelError(
+            f"the model answered with a {message.role!r} message; a model turn is an "
+            f"assistant message",
+            hint="this is a bug in the model provider (or a script that plays another role)",
+        )
+    calls = message.tool_calls
+    if not calls:
+        return turn
+    ids = [call.id for call in calls]
+    if all(ids) and len(set(ids)) == len(ids):
+        return turn  # the usual case
+    taken = set(ids)
+    seen: set[str] = set()
+    fixed: list[MessageToolCall] = []
+    for index, call in enumerate(calls):
+        if call.id and call.id not in seen:
+            seen.add(call.id)
+            fixed.append(call)
+            continue
+        fresh = _fresh_id(taken)
+        taken.add(fresh)
+        fixed.append(call.model_copy(update={"id": fresh}))
+        why = f"the id {call.id!r} of an earlier call" if call.id else "no id"
+        _note(
+            run,
+            "tool_call_id_assigned",
+            f"the model's tool call #{index} ({call.function.name!r}) had {why}; "
+            f"it was given the id {fresh!r}",
+        )
+    fixed_message = message.model_copy(update={"tool_calls": tuple(fixed)})
+    return turn.model_copy(update={"message": fixed_message})
+
+
+def _fresh_id(taken: set[str]) -> str:
+    """A tool-call id no call of the turn has: ``call_`` and 24 random hex
+    digits (29 characters; providers accept up to 40)."""
+    while True:
+        fresh = f"call_{uuid.uuid4().hex[:24]}"
+        if fresh not in taken:
+            return fresh
 
 
 async def _ask(run: RunState, request: ModelRequest) -> ModelTurn:

@@ -2,6 +2,10 @@
 
 A plugin that fails to import or register is recorded with its distribution,
 version and error, a warning is logged once, and the rest goes on loading.
+Isolated means from anything it raises: ``sys.exit()`` or a KeyboardInterrupt
+at import (or in a registration hook) is that plugin's load error too, so one
+broken plugin never takes ``seamkit plugins`` (the command that shows it) or
+any other command down with it.
 """
 
 from __future__ import annotations
@@ -93,8 +97,8 @@ def load_plugins(
             continue
         try:
             module = ep.load()
-        except Exception as exc:
-            _fail(registry, info, f"import failed: {type(exc).__name__}: {exc}")
+        except BaseException as exc:  # isolated: SystemExit and KeyboardInterrupt too
+            _fail(registry, info, f"import failed: {_describe(exc)}")
             continue
         add_plugin(registry, module, info)
     return registry
@@ -113,8 +117,9 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
     pm = registry.plugin_manager
     try:
         pm.register(obj, name=info.name)
-    except Exception as exc:
-        return _fail(registry, info, f"invalid hookimpl: {exc}")
+    except BaseException as exc:  # isolated, as at import
+        why = str(exc) if isinstance(exc, Exception) else _describe(exc)
+        return _fail(registry, info, f"invalid hookimpl: {why}")
     try:
         info.hookimpls = _check_hookimpls(registry, obj)
         batch = registry.registrar(info.name)
@@ -126,11 +131,22 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
                     impl.function(**{k: kwargs[k] for k in impl.argnames})
         registry.commit(batch)
         info.kinds = batch.describe()
-    except Exception as exc:
+    except BaseException as exc:  # isolated, as at import
         pm.unregister(obj)
-        where = "" if isinstance(exc, PluginError) else f"{type(exc).__name__}: "
-        return _fail(registry, info, f"registration failed: {where}{exc}")
+        where = str(exc) if isinstance(exc, PluginError) else _describe(exc)
+        return _fail(registry, info, f"registration failed: {where}")
     return info
+
+
+def _describe(exc: BaseException) -> str:
+    """What a plugin raised, for its load error: ``Type: message``, with
+    what an exit or an interrupt means spelled out."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit({exc.code!r}): the plugin called sys.exit()"
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt: the plugin raised it (or Ctrl-C was pressed) while it loaded"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _check_hookimpls(registry: Registry, obj: Any) -> list[str]:

@@ -21,6 +21,7 @@ from ._dispatch import ConfiguredHook
 from ._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
 from ._manifest import AppConfig, locate_problems
 from ._registry import BuildContext, Registry, ToolResolver
+from ._secret import redact, secret_texts
 from ._sessions import SessionStore, SQLiteSessionStore
 from ._tool import Tool
 from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
@@ -160,12 +161,17 @@ async def _resolve(
         tools = tuple(Tool.from_function(item) for item in produced or ())
     except SeamkitError as exc:
         return Problem(where, exc.message, exc.hint)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a tool kind is a bug too
         info = build.registry.plugins.get(owner)
         by = (info.distribution if info is not None else None) or f"plugin {owner!r}"
+        what = (
+            f"SystemExit({exc.code!r})"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
         return Problem(
             where,
-            f"{label} failed to resolve this entry: {type(exc).__name__}: {exc}",
+            f"{label} failed to resolve this entry: {redact(what, secret_texts(config))}",
             hint=f"this is a bug in {by}, or the entry's settings are wrong",
         )
     return ToolEntry(where, toolset, tools, source)
@@ -207,15 +213,25 @@ async def _configured_hooks(
             hook = kind.factory(config, build)
             if inspect.isawaitable(hook):
                 hook = await hook
+        except ManifestError as exc:  # its problems are located inside the entry
+            problems.extend(
+                Problem(("hooks", index, *p.location), p.message, p.hint) for p in exc.problems
+            )
+            continue
         except SeamkitError as exc:
             problems.append(Problem(("hooks", index), exc.message, exc.hint))
             continue
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a factory calling sys.exit() is a bug too
+            what = (
+                f"SystemExit({exc.code!r}) (the factory called sys.exit())"
+                if isinstance(exc, SystemExit)
+                else f"{type(exc).__name__}: {exc}"
+            )
             problems.append(
                 Problem(
                     ("hooks", index),
                     f"hook kind {config.kind!r} could not build this hook: "
-                    f"{type(exc).__name__}: {exc}",
+                    f"{redact(what, secret_texts(config))}",
                 )
             )
             continue

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
     "Cancelled",
     "Completed",
     "Diagnostic",
@@ -35,6 +36,10 @@ __all__ = [
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+MAX_ARGUMENT_DEPTH = 64
+"""How deeply a tool call's JSON arguments may nest (objects and arrays) by
+default; ``settings.max_argument_depth`` changes it for a run."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -159,20 +164,31 @@ class ToolCall(BaseModel):
     arguments_error: str | None = None
 
     @classmethod
-    def from_message(cls, call: MessageToolCall, index: int = 0) -> ToolCall:
-        """Parse a wire tool call; bad JSON becomes ``arguments_error``."""
+    def from_message(
+        cls, call: MessageToolCall, index: int = 0, *, max_depth: int = MAX_ARGUMENT_DEPTH
+    ) -> ToolCall:
+        """Parse a wire tool call. Arguments that are not a JSON object (bad
+        JSON, ``NaN``, an integer too long to convert, nesting deeper than
+        ``max_depth`` containers) become ``arguments_error``; parsing never
+        raises on what a model wrote."""
         raw = call.function.arguments
         error: str | None = None
         args: dict[str, Any] = {}
         try:
-            parsed = json.loads(raw) if raw.strip() else {}
+            parsed = _DECODER.decode(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             error = f"arguments are not valid JSON: {exc.msg} at position {exc.pos}"
+        except RecursionError:
+            error = f"arguments are nested deeper than {max_depth} levels"
+        except ValueError as exc:  # NaN, or an integer longer than Python converts
+            error = f"arguments are not valid JSON: {exc}"
         else:
-            if isinstance(parsed, dict):
-                args = parsed
-            else:
+            if not isinstance(parsed, dict):
                 error = f"arguments must be a JSON object, not {type(parsed).__name__}"
+            elif len(raw) > 2 * max_depth and _deeper_than(parsed, max_depth):
+                error = f"arguments are nested deeper than {max_depth} levels"
+            else:
+                args = parsed
         return cls(
             id=call.id,
             name=call.function.name,
@@ -185,6 +201,27 @@ class ToolCall(BaseModel):
     def to_message_call(self) -> MessageToolCall:
         """The wire form of this call (``arguments`` JSON-encoded)."""
         return MessageToolCall.make(self.id, self.name, self.arguments)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+"""Python's JSON, without the ``NaN`` and ``Infinity`` JSON has not."""
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` containers (walked without
+    recursion: the point is to refuse what would overflow the stack later)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 class ToolResult(BaseModel):

@@ -2,12 +2,16 @@
 
 Returning ``None`` from a hookimpl means :class:`Continue`. Each event accepts
 only some flows (see :data:`seamkit.HookEvent` and the design's table); any
-other flow fails the run closed, naming the hook, the event and the flow.
+other flow fails the run closed, naming the hook, the event and the flow. So
+does a flow whose payload is malformed (``Skip(None)``, ``RewriteResult(12345)``,
+``RewriteMessages([1, 2, 3])``, a `RequestPatch` field of the wrong type): the
+dispatcher checks each flow where a hook returns it, whatever the hook's
+``on_error``, and the error names the hook, the event and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
@@ -50,7 +54,11 @@ class RewriteMessages:
     messages: Sequence[Message]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "messages", tuple(self.messages))
+        # A list (or any iterable of messages) is kept as a tuple; anything
+        # else stays as it is, for the dispatcher to report.
+        messages: object = self.messages
+        if isinstance(messages, Iterable) and not isinstance(messages, str | bytes | Mapping):
+            object.__setattr__(self, "messages", tuple(messages))
 
 
 @dataclass(frozen=True, slots=True)

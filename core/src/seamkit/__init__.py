@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         SeamkitError as SeamkitError,
         SessionBusy as SessionBusy,
         SessionError as SessionError,
+        SessionNotSaved as SessionNotSaved,
         ToolDefinitionError as ToolDefinitionError,
     )
     from ._events import (
@@ -148,6 +149,7 @@ _PUBLIC: dict[str, str] = {
     "SeamkitError": "._errors",
     "SessionBusy": "._errors",
     "SessionError": "._errors",
+    "SessionNotSaved": "._errors",
     "ToolDefinitionError": "._errors",
     "HookEvent": "._events",
     "hookimpl": "._events",

@@ -20,11 +20,13 @@ from ._config import ModelConfig
 from ._context import ActionContext, HookContext, system_clock
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive, to_the_end
+from ._errors import SessionNotSaved
 from ._events import HookEvent
 from ._loader import get_registry
 from ._manifest import AppConfig, Settings
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
 from ._patch import RequestPatch
+from ._recovery import save_or_recover
 from ._registry import BuildContext, Registry
 from ._secret import Redactor, secret_texts
 from ._sessions import SessionStore, StoredSession
@@ -329,9 +331,14 @@ class Agent:
                 # transcript replaces the stored one: no message is lost.
                 # The save ends before the lock is released, even when the run
                 # is cancelled meanwhile: the next run must load what it saved.
-                _, cancelled = await to_the_end(
-                    held.save(session, run.transcript, _storable(state, stored.state))
+                # A save that fails leaves the transcript in a recovery file,
+                # and that failure is the news the caller gets (even over a
+                # cancellation: it must learn where its transcript went).
+                not_saved, cancelled = await to_the_end(
+                    save_or_recover(held, session, run.transcript, _storable(state, stored.state))
                 )
+                if not_saved is not None:
+                    raise not_saved
                 if cancelled is not None:
                     raise cancelled
 
@@ -354,8 +361,12 @@ class Agent:
         first, and the run's transcript replaces it at the end; ``store`` is a
         `SessionStore`, a path or a URL (by default :meth:`session_store`).
         Runs on one session take turns, and one that waits longer than
-        ``settings.session_wait_seconds`` raises `SessionBusy`. A failing
-        model, tool or hook never raises here: the outcome says what happened.
+        ``settings.session_wait_seconds`` raises `SessionBusy`; a store that
+        cannot be written, or a stored session that does not parse, raises
+        `SessionError` before the run starts. A save that fails at the end
+        writes the transcript to a recovery file and raises `SessionNotSaved`
+        naming it. A failing model, tool or hook never raises here: the
+        outcome says what happened.
         Cancelling the task ends the run as ``cancelled`` (``on_completion``
         fires) and re-raises.
 
@@ -400,6 +411,11 @@ class Agent:
             if not task.done():
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+                # A transcript that went to a recovery file is news even to a
+                # consumer that stopped listening: it must learn where.
+                failure = None if task.cancelled() else task.exception()
+                if isinstance(failure, SessionNotSaved):
+                    raise failure
 
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""

@@ -1,7 +1,9 @@
-"""The ``seamkit`` command: the group, its error handling, ``seamkit plugins``,
-and the commands that read an app (schema, validate, tools, run), loaded from
-`seamkit._commands` only when one of them is invoked, so that ``seamkit
-plugins`` and ``seamkit --version`` start fast."""
+"""The ``seamkit`` command: the group, its error handling and logging
+options, ``seamkit plugins``, and the commands that read an app (schema,
+validate, tools, run, from `seamkit._commands`) or a session store
+(``seamkit sessions``, from `seamkit._session_commands`), loaded only when
+one of them is invoked, so that ``seamkit plugins`` and ``seamkit
+--version`` start fast."""
 
 from __future__ import annotations
 
@@ -19,12 +21,14 @@ from ._loader import get_registry, kernel_version
 __all__ = ["cli", "main"]
 
 _APP_COMMANDS = {
-    "run": "run_command",
-    "schema": "schema_command",
-    "tools": "tools_command",
-    "validate": "validate_command",
+    "run": "_commands:run_command",
+    "schema": "_commands:schema_command",
+    "sessions": "_session_commands:sessions_command",
+    "tools": "_commands:tools_command",
+    "validate": "_commands:validate_command",
 }
-"""Commands defined in `seamkit._commands`, by name: imported on first use."""
+"""Commands defined in other modules, by name (``module:attribute``):
+imported on first use."""
 
 
 class _Group(click.Group):
@@ -35,11 +39,12 @@ class _Group(click.Group):
         return sorted({*super().list_commands(ctx), *_APP_COMMANDS})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        attribute = _APP_COMMANDS.get(cmd_name)
-        if attribute is None or cmd_name in self.commands:
+        where = _APP_COMMANDS.get(cmd_name)
+        if where is None or cmd_name in self.commands:
             return super().get_command(ctx, cmd_name)
+        module, _, attribute = where.partition(":")
         command: click.Command = getattr(
-            importlib.import_module("._commands", __package__), attribute
+            importlib.import_module(f".{module}", __package__), attribute
         )
         return command
 
@@ -48,6 +53,11 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C outside a run (which handles it itself)
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo("[cancelled: SIGINT]", err=True)
+            ctx.exit(130)
         except ManifestError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
@@ -70,14 +80,23 @@ class _Group(click.Group):
 
 @click.group(cls=_Group)
 @click.version_option(kernel_version(), "--version", prog_name="seamkit")
-@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show tracebacks instead of one-line errors, and seamkit's debug log.",
+)
+@click.option(
+    "--debug-all",
+    is_flag=True,
+    help="--debug, and the debug log of every library too (may print credentials).",
+)
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(ctx: click.Context, debug: bool, debug_all: bool) -> None:
     """seamkit: run LLM agents whose hooks, tools and models come from plugins."""
     ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
-    if debug:
-        logging.basicConfig(level=logging.DEBUG)
+    ctx.obj["debug"] = debug or debug_all
+    if debug or debug_all:
+        _debug_logging(everything=debug_all)
 
 
 @cli.command("plugins")
@@ -136,6 +155,20 @@ def _add_plugin_commands(group: click.Group) -> None:
             if info is not None:
                 info.error = message
             logging.getLogger("seamkit").warning("seamkit plugin %r: %s", name, message)
+
+
+def _debug_logging(*, everything: bool) -> None:
+    """DEBUG for seamkit's loggers (``seamkit``, ``seamkit.*``) and the
+    plugins' (``seamkit_*``, by package), the rest at WARNING; with
+    ``everything``, DEBUG for every logger (third-party libraries log
+    headers and URLs at DEBUG: credentials among them)."""
+    if everything:
+        logging.basicConfig(level=logging.DEBUG)
+    else:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(name)s: %(message)s")
+    packages = {name.partition(".")[0] for name in sys.modules if name.startswith("seamkit_")}
+    for name in ("seamkit", *sorted(packages)):
+        logging.getLogger(name).setLevel(logging.DEBUG)
 
 
 def _setup_logging() -> None:

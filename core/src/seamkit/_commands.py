@@ -1,5 +1,6 @@
 """The ``seamkit`` commands that read an app: ``schema``, ``validate``,
-``tools`` and ``run`` (with the printer that shows a run on a terminal).
+``tools`` and ``run`` (with the printer that shows a run on a terminal, and
+what a signal does to a run: see `seamkit._interrupt`).
 
 They are registered on the group by name in `seamkit._cli` and imported only
 when invoked, because building agents needs far more than listing plugins."""
@@ -20,10 +21,16 @@ import click
 
 from . import stream as S
 from ._agent import Agent
+from ._context import HookContext
 from ._errors import ManifestError, SeamkitError
+from ._events import hookimpl
+from ._interrupt import Interrupts
 from ._loader import get_registry
 from ._manifest import manifest_schema
+from ._recovery import write_recovery
+from ._session_commands import command_line_store
 from ._timeline import Timeline
+from ._types import Cancelled, Failed, Message, RunResult, Terminated
 
 __all__ = ["run_command", "schema_command", "tools_command", "validate_command"]
 
@@ -104,9 +111,9 @@ _EXIT = {"completed": 0, "terminated": 0, "max_turns": 1, "failed": 1, "cancelle
 @click.option(
     "--store",
     metavar="PATH|URL",
-    help="The session store: a SQLite path, sqlite:///PATH, or a URL a plugin serves "
-    "(postgresql://...); default: the manifest's sessions.store, else sessions.sqlite in "
-    "the user's data directory.",
+    help="The session store: a SQLite path (relative to the working directory), "
+    "sqlite:///PATH, or a URL a plugin serves (postgresql://...); default: the manifest's "
+    "sessions.store, else sessions.sqlite in the user's data directory.",
 )
 @click.option(
     "--model",
@@ -143,34 +150,87 @@ def run_command(
 
     The exit status is 0 when the run completed or a hook ended it on
     purpose, 1 when it failed or hit max_turns, 130 when it was cancelled.
+    Ctrl-C (SIGINT) or SIGTERM cancels the run: on_completion fires, the
+    session is saved, and the exit status is 130 (SIGINT) or 143 (SIGTERM);
+    a second signal says what is still finishing, a third quits at once.
     SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
     """
     context = _parse_context(context_items)
     clock = _clock_from_env()
+    store = command_line_store(store)
     timeline = Timeline() if trace else None
-    hooks = [timeline] if timeline is not None else []
+    recorder = _Recorder()
+    hooks: list[object] = [recorder] if timeline is None else [recorder, timeline]
+    printer = None if as_json else _Printer()
 
-    async def run() -> str:
+    async def work() -> None:
         async with await Agent.load(
             app, clock=clock, model=model_spec, store=store, hooks=hooks
         ) as agent:
             if timeline is not None and agent.config is not None:
                 spec = model_spec or agent.config.model.spec
                 timeline.model_name = spec.partition(":")[2] or spec
-            if as_json:
-                result = await agent.run(message, context=context, session=session, store=store)
-                click.echo(result.model_dump_json(indent=2, exclude_none=True))
-                return result.outcome.kind
-            printer = _Printer()
+            if printer is None:
+                await agent.run(message, context=context, session=session, store=store)
+                return
             events = agent.stream(message, context=context, session=session, store=store)
             async for event in events:
                 printer.show(event)
-            return printer.outcome
 
-    outcome = asyncio.run(run())
+    def note(text: str) -> None:
+        if printer is not None:
+            printer.note(text)
+        else:
+            click.secho(text, err=True, dim=True)
+
+    def quit_now(code: int, finished: bool) -> None:
+        cause = signals.signal_name or "a signal"
+        if finished or session is None:
+            note(f"[quit at once on {cause}]")
+            return
+        # The run did not get to save its session: keep what this process knows.
+        kept = recorder.result.transcript if recorder.result else (Message.user(message),)
+        where = store if store is not None and "@" not in store else None
+        path = write_recovery(session, kept, {}, location=where, reason=f"quit at once on {cause}")
+        saved = f"its transcript is in {path}" if path is not None else "it was logged"
+        note(f"[quit at once on {cause}: session {session!r} may not be saved; {saved}]")
+
+    signals = Interrupts(note, quit_now)
+    failure = signals.run(work())
+    result = recorder.result
+    if as_json and result is not None:
+        click.echo(result.model_dump_json(indent=2, exclude_none=True))
+    if signals.signal_name is not None:
+        if result is None:
+            note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
+        elif printer is None or not printer.finished:
+            note(_summary(result, signals.signal_name))
     if timeline is not None:
         _print_timeline(timeline)
-    sys.exit(_EXIT.get(outcome, 1))
+    if failure is not None:
+        if signals.exit_code is None or not isinstance(failure, SeamkitError):
+            raise failure
+        click.echo(f"error: {failure.message}", err=True)
+        if failure.hint:
+            click.echo(f"hint: {failure.hint}", err=True)
+    if signals.exit_code is not None:
+        sys.exit(signals.exit_code)
+    sys.exit(_EXIT.get(result.outcome.kind, 1) if result is not None else 1)
+
+
+class _Recorder:
+    """Keeps the run's `RunResult` as observers get it (`RunFinished`), so
+    that a run cut short by a signal, whose caller never gets a result, can
+    still be summarised, printed as JSON and recovered."""
+
+    def __init__(self) -> None:
+        self.result: RunResult | None = None
+
+    @hookimpl
+    def on_run_event(self, ctx: HookContext, event: S.ObservedEvent) -> None:
+        """Remember the result the run finished with."""
+        if isinstance(event, S.RunFinished):
+            self.result = event.result
 
 
 def _print_timeline(timeline: Timeline) -> None:
@@ -194,12 +254,15 @@ class _Printer:
 
     def __init__(self) -> None:
         self.outcome = "failed"
+        self.finished = False
+        """Whether the run's summary line is out."""
         self._open_line = False
         self._turn = 0
         self._turn_text = ""
         self._started: dict[str, float] = {}
 
-    def _note(self, text: str) -> None:
+    def note(self, text: str) -> None:
+        """A line to standard error, after the text streamed so far."""
         if self._open_line:
             click.echo()
             self._open_line = False
@@ -214,15 +277,15 @@ class _Printer:
             self._open_line = True
         elif isinstance(event, S.HookFired):
             by = f" by {event.hook}" if event.hook else ""
-            self._note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
+            self.note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
         elif isinstance(event, S.ToolExecutionStart):
             self._started[event.call.id] = time.monotonic()
-            self._note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
+            self.note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
         elif isinstance(event, S.ToolCompleted):
             mark = "✗" if event.result.is_error else "←"
             began = self._started.pop(event.call.id, None)
             took = f" ({time.monotonic() - began:.2f}s)" if began is not None else ""
-            self._note(f"{mark} {event.call.name}{took}: {_short(event.result.content)}")
+            self.note(f"{mark} {event.call.name}{took}: {_short(event.result.content)}")
         elif isinstance(event, S.RunFinished):
             result = event.result
             self.outcome = result.outcome.kind
@@ -231,17 +294,21 @@ class _Printer:
                 self._open_line = False
             if result.outcome.kind == "completed" and result.output not in (None, self._turn_text):
                 click.echo(result.output)  # a terminal tool's result: never streamed
-            self._note(_summary(result))
+            self.note(_summary(result))
+            self.finished = True
 
 
-def _summary(result: Any) -> str:
+def _summary(result: RunResult, cause: str | None = None) -> str:
+    """The run's last line: ``[outcome: detail · model calls · tokens]``;
+    ``cause`` names the signal that cancelled it."""
     outcome = result.outcome
-    detail = {
-        "terminated": lambda: (
-            f": {outcome.reason}" + (f" (hook {outcome.hook})" if outcome.hook else "")
-        ),
-        "failed": lambda: f": {outcome.error}",
-    }.get(outcome.kind, lambda: "")()
+    detail = ""
+    if isinstance(outcome, Terminated):
+        detail = f": {outcome.reason}" + (f" (hook {outcome.hook})" if outcome.hook else "")
+    elif isinstance(outcome, Failed):
+        detail = f": {outcome.error}"
+    elif isinstance(outcome, Cancelled) and cause:
+        detail = f": {cause}"
     usage = result.usage
     return (
         f"[{outcome.kind}{detail} · {usage.requests} model call"

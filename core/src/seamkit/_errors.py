@@ -16,13 +16,15 @@ exactly those two lines for any of them, never a traceback unless ``--debug``.
     │   ├── ContextLengthExceeded  the request is longer than the model's context window
     │   └── ScriptError          the scripted model ran out or was asked the wrong thing
     └── SessionError             a session store cannot be opened, read or written
-        └── SessionBusy          another run held the session past the wait
+        ├── SessionBusy          another run held the session past the wait
+        └── SessionNotSaved      a run ended but its transcript went to a recovery file
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 __all__ = [
     "ContextLengthExceeded",
@@ -36,6 +38,7 @@ __all__ = [
     "SeamkitError",
     "SessionBusy",
     "SessionError",
+    "SessionNotSaved",
     "ToolDefinitionError",
 ]
 
@@ -235,3 +238,36 @@ class SessionBusy(SessionError):
             hint="wait for the other run to finish, or use another --session",
         )
         self.name = name
+
+
+class SessionNotSaved(SessionError):
+    """Raised at the end of a run whose transcript the store could not save
+    (a read-only or full disk, a lost connection): the run itself ended and
+    its observers saw it finish, but the stored session is still the one from
+    before. Nothing is lost: the run's whole transcript and state went to the
+    JSON file ``recovery`` (``None`` only when no recovery file could be
+    written either; the transcript was then logged), which ``seamkit sessions
+    import`` puts back once the store can be written again. Carries the
+    session ``name`` and the store ``location``."""
+
+    def __init__(
+        self,
+        name: str,
+        reason: str,
+        *,
+        recovery: Path | None,
+        location: str | None = None,
+        cause_hint: str | None = None,
+    ) -> None:
+        if recovery is not None:
+            kept = f"; its transcript is in {recovery}"
+            then = f"put it back with `seamkit sessions import {recovery}` (and your --store)"
+            hint = f"{cause_hint}; then {then}" if cause_hint else f"once the store works, {then}"
+        else:
+            kept = "; no recovery file could be written either (the transcript was logged)"
+            hint = cause_hint or "make the store and seamkit's data directory writable"
+        super().__init__(
+            f"session {name!r} not saved: {reason}{kept}", location=location, hint=hint
+        )
+        self.name = name
+        self.recovery = recovery

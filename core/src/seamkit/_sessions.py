@@ -7,6 +7,14 @@ user's data directory); plugins add stores for URL schemes
 (``register_session_stores``). A finished run replaces its session's
 transcript and state in one transaction; runs on one session are serialised
 by ``lock``, which fails with `SessionBusy` after the wait.
+
+The SQLite store checks, when a run takes the lock, that it can write (a
+read-only file or directory is a `SessionError` before anything runs), and
+locks by the file's real path, so that runs reaching one store through
+different paths (a symlink) still take turns. A stored row that does not
+parse is a `SessionError` naming the session and the commands that export or
+delete it; a store that cannot be written is still readable, for ``seamkit
+sessions export``.
 """
 
 from __future__ import annotations
@@ -17,8 +25,8 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -29,11 +37,18 @@ from ._errors import SessionBusy, SessionError
 from ._types import Message
 
 __all__ = [
+    "RawSession",
+    "RawSessionReader",
     "SQLiteSessionStore",
     "SessionStore",
     "StoredSession",
     "default_store_path",
 ]
+
+_REPAIR_HINT = (
+    "keep what is stored with `seamkit sessions export {name} --raw`, then remove it with "
+    "`seamkit sessions delete {name} --yes` (both take --store like seamkit run)"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -52,6 +67,54 @@ class StoredSession:
 
     transcript: tuple[Message, ...] = ()
     state: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(
+        cls, name: str, transcript: str, state: str, *, location: str | None = None
+    ) -> StoredSession:
+        """The session ``name`` from its stored JSON texts (a store's
+        ``load`` calls this). A row that does not parse raises `SessionError`
+        naming the session and the commands that export or delete it, never
+        a bare JSON or validation error."""
+        try:
+            messages = json.loads(transcript)
+            if not isinstance(messages, list):
+                raise ValueError(f"the transcript is a JSON {type(messages).__name__}, not a list")
+            parsed = tuple(Message.model_validate(m) for m in messages)
+            mapping = json.loads(state)
+            if not isinstance(mapping, dict):
+                raise ValueError(f"the state is a JSON {type(mapping).__name__}, not an object")
+        except ValueError as exc:  # json and pydantic errors both are ValueErrors
+            reason = " ".join(str(exc).split())
+            where = f" in {location}" if location else ""
+            raise SessionError(
+                f"session {name!r}{where} cannot be read: "
+                f"{reason if len(reason) <= 200 else reason[:199] + '…'}",
+                location=location,
+                hint=_REPAIR_HINT.format(name=name),
+            ) from None
+        return cls(parsed, mapping)
+
+
+@dataclass(frozen=True, slots=True)
+class RawSession:
+    """One stored session as its store holds it: the ``transcript`` and
+    ``state`` JSON texts, unparsed (what ``seamkit sessions export --raw``
+    writes when a row no longer parses)."""
+
+    transcript: str
+    state: str
+
+
+@runtime_checkable
+class RawSessionReader(Protocol):
+    """A store that can hand out a session's stored texts as they are. Not
+    part of `SessionStore`: a store that has it gives ``seamkit sessions
+    export --raw`` something to save from a row that does not parse."""
+
+    async def load_raw(self, name: str) -> RawSession | None:
+        """The stored texts of ``name``, or ``None`` when there is none."""
+        ...
 
 
 @runtime_checkable
@@ -95,10 +158,14 @@ def default_store_path() -> Path:
 
 class SQLiteSessionStore:
     """Sessions in one SQLite file; runs on a session are serialised with a
-    lock file beside it (released by the OS if the process dies)."""
+    lock file beside the file's real path (released by the OS if the process
+    dies). A store that cannot be written (a read-only file or directory)
+    still opens, for reading; taking the lock for a run then fails with a
+    `SessionError` saying why, before anything runs."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
+        self._read_only: str | None = None  # why it cannot be written, when found on opening
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with closing(self._connect()) as db, db:
@@ -107,33 +174,107 @@ class SQLiteSessionStore:
                 if "state" not in columns:  # a store written before sessions had state
                     db.execute("ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
         except (OSError, sqlite3.Error) as exc:
-            raise SessionError(
-                f"cannot open the session store {str(self.path)!r}: {exc}",
-                location=str(self.path),
-                hint="pass --store PATH with a writable location",
-            ) from None
+            self._read_only = self._why_read_only()
+            if self._read_only is None or not self.path.is_file():
+                raise SessionError(
+                    f"cannot open the session store {str(self.path)!r}: {self._read_only or exc}",
+                    location=str(self.path),
+                    hint="pass --store PATH with a writable location",
+                ) from None
+            with self._failing("open"), closing(self._connect()) as db:
+                db.execute("SELECT name FROM sessions LIMIT 1").fetchall()
 
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self.path)!r})"
 
+    @property
+    def location(self) -> str:
+        """The store's path, as given."""
+        return str(self.path)
+
+    def _why_read_only(self) -> str | None:
+        """Why this process cannot write the store, or ``None`` when it can:
+        SQLite needs the file and, for its journal, its directory writable."""
+        real = Path(os.path.realpath(self.path))
+        if real.exists() and not os.access(real, os.W_OK):
+            return f"the file {str(real)!r} is read-only"
+        if not os.access(real.parent, os.W_OK):
+            return (
+                f"its directory {str(real.parent)!r} is not writable "
+                "(SQLite writes its journal and lock files there)"
+            )
+        return None
+
+    def _check_writable(self, then: str = "") -> None:
+        """Raise `SessionError` when the store cannot be written (``then``
+        says what that means to the caller). A store found read-only when
+        opened that can be written now goes back to ordinary connections."""
+        reason = self._why_read_only()
+        if reason is None:
+            self._read_only = None
+        else:
+            raise SessionError(
+                f"the session store {str(self.path)!r} is read-only: {reason}{then}",
+                location=str(self.path),
+                hint="make it writable, or use another store with --store PATH "
+                "(or sessions.store in the manifest)",
+            )
+
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=30)
-        db.execute("PRAGMA journal_mode=WAL")
+        if self._read_only is None:
+            db = sqlite3.connect(self.path, timeout=30)
+            db.execute("PRAGMA journal_mode=WAL")
+            return db
+        uri = Path(os.path.realpath(self.path)).as_uri()
+        db = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=30)
+        try:
+            db.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.Error:  # WAL in a read-only directory: nobody can be writing it
+            db.close()
+            db = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
         return db
 
-    def _load(self, name: str) -> StoredSession | None:
-        with closing(self._connect()) as db:
+    @contextmanager
+    def _failing(self, doing: str) -> Iterator[None]:
+        """Turn an SQLite error into a `SessionError` saying what failed where
+        and what to do about it."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            text = str(exc)
+            if "full" in text:
+                hint = "free some disk space where the store is, or use another --store PATH"
+            elif "not a database" in text or "malformed" in text:
+                hint = "the file is damaged or not a session store: move it aside"
+            elif "readonly" in text or "read-only" in text:
+                hint = "make the store writable, or use another --store PATH"
+            elif "locked" in text:
+                hint = "another process kept the store busy too long; try again"
+            else:
+                hint = "pass --store PATH with a writable location"
+            raise SessionError(
+                f"cannot {doing} the session store {str(self.path)!r}: {text}",
+                location=str(self.path),
+                hint=hint,
+            ) from None
+
+    def _row(self, name: str) -> tuple[str, str] | None:
+        with self._failing(f"load session {name!r} from"), closing(self._connect()) as db:
             row = db.execute(
                 "SELECT transcript, state FROM sessions WHERE name = ?", (name,)
             ).fetchone()
+        return None if row is None else (_text(row[0]), _text(row[1]))
+
+    def _load(self, name: str) -> StoredSession | None:
+        row = self._row(name)
         if row is None:
             return None
-        transcript = tuple(Message.model_validate(m) for m in json.loads(row[0]))
-        return StoredSession(transcript, json.loads(row[1]))
+        return StoredSession.parse(name, row[0], row[1], location=str(self.path))
 
     def _save(self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]) -> None:
         text = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in transcript])
-        with closing(self._connect()) as db, db:
+        self._check_writable()
+        with self._failing(f"save session {name!r} in"), closing(self._connect()) as db, db:
             db.execute(
                 "INSERT INTO sessions (name, transcript, updated_at, state) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(name) DO UPDATE SET transcript = excluded.transcript, "
@@ -142,16 +283,23 @@ class SQLiteSessionStore:
             )
 
     def _list(self) -> list[str]:
-        with closing(self._connect()) as db:
+        with self._failing("list the sessions of"), closing(self._connect()) as db:
             return [r[0] for r in db.execute("SELECT name FROM sessions ORDER BY name")]
 
     def _delete(self, name: str) -> None:
-        with closing(self._connect()) as db, db:
+        self._check_writable()
+        with self._failing(f"delete session {name!r} from"), closing(self._connect()) as db, db:
             db.execute("DELETE FROM sessions WHERE name = ?", (name,))
 
     async def load(self, name: str) -> StoredSession | None:
-        """The session ``name``, or ``None`` when there is none."""
+        """The session ``name``, or ``None`` when there is none; `SessionError`
+        when its row does not parse."""
         return await asyncio.to_thread(self._load, name)
+
+    async def load_raw(self, name: str) -> RawSession | None:
+        """The stored texts of ``name`` as they are, parsed or not."""
+        row = await asyncio.to_thread(self._row, name)
+        return None if row is None else RawSession(*row)
 
     async def save(
         self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
@@ -170,9 +318,15 @@ class SQLiteSessionStore:
     @asynccontextmanager
     async def lock(self, name: str, wait_seconds: float = 10.0) -> AsyncIterator[None]:
         """Hold the session ``name`` for one run; wait up to ``wait_seconds``
-        for another run to release it, then raise `SessionBusy`."""
+        for another run to release it, then raise `SessionBusy`. Raises
+        `SessionError` at once when the store cannot be written. The lock
+        file goes beside the store's real path, so that every path to one
+        store (a symlink, a relative path) takes the same lock."""
+        self._check_writable("; nothing was run or changed")
+        real = os.path.realpath(self.path)
         digest = hashlib.sha256(name.encode()).hexdigest()[:16]
-        held = filelock.FileLock(self.path.with_name(f"{self.path.name}.{digest}.lock"))
+        lock_path = f"{real}.{digest}.lock"
+        held = filelock.FileLock(lock_path)
         deadline = time.monotonic() + wait_seconds
         while True:
             try:
@@ -182,7 +336,21 @@ class SQLiteSessionStore:
                 if time.monotonic() >= deadline:
                     raise SessionBusy(name, wait_seconds) from None
                 await asyncio.sleep(0.05)
+            except OSError as exc:
+                raise SessionError(
+                    f"cannot lock session {name!r}: cannot create {lock_path!r}: "
+                    f"{exc.strerror or exc}",
+                    location=str(self.path),
+                    hint="make the store's directory writable, or use another --store PATH",
+                ) from None
         try:
             yield
         finally:
             held.release()
+
+
+def _text(value: object) -> str:
+    """A stored column as text, whatever SQLite's dynamic typing kept there."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return "null" if value is None else str(value)

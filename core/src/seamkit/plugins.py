@@ -16,6 +16,8 @@ receives.
   the factories each ``register`` takes.
 - `secret_texts`: the plain text of every `seamkit.Secret` in a config, for
   `seamkit.redact` on what a plugin writes.
+- `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
+  which lets ``seamkit sessions export --raw`` save a row that does not parse.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from ._secret import secret_texts
 
 if TYPE_CHECKING:
     from ._dispatch import ConfiguredHook as ConfiguredHook
+    from ._sessions import RawSession as RawSession, RawSessionReader as RawSessionReader
 
 __all__ = [
     "API_VERSION",
@@ -60,6 +63,8 @@ __all__ = [
     "ModelFactory",
     "ModelProviderInfo",
     "PluginInfo",
+    "RawSession",
+    "RawSessionReader",
     "Registrar",
     "Registry",
     "SectionInfo",
@@ -82,6 +87,15 @@ def __getattr__(name: str) -> object:
         from ._dispatch import ConfiguredHook  # lazy: see above
 
         return ConfiguredHook
+    # The session types bring SQLite and file locks: loading plugins needs neither.
+    if name == "RawSession":
+        from ._sessions import RawSession  # lazy: see above
+
+        return RawSession
+    if name == "RawSessionReader":
+        from ._sessions import RawSessionReader  # lazy: see above
+
+        return RawSessionReader
     raise AttributeError(f"module 'seamkit.plugins' has no attribute {name!r}")
 
 

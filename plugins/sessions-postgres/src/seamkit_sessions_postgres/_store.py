@@ -36,6 +36,7 @@ from typing import Any
 
 import psycopg
 from seamkit import Message, SessionBusy, SessionError, StoredSession
+from seamkit.plugins import RawSession
 
 from . import _sql
 from ._pools import LoopPools
@@ -126,15 +127,21 @@ class PostgresSessionStore:
     # --- sessions ---------------------------------------------------------------
 
     async def load(self, name: str) -> StoredSession | None:
-        """The session ``name``, or ``None`` when there is none."""
+        """The session ``name``, or ``None`` when there is none; a row that
+        does not parse is a `SessionError` naming the session."""
+        raw = await self.load_raw(name)
+        if raw is None:
+            return None
+        return StoredSession.parse(name, raw.transcript, raw.state, location=self.location)
+
+    async def load_raw(self, name: str) -> RawSession | None:
+        """The stored JSON texts of ``name`` as they are (``seamkit sessions
+        export --raw`` saves a row that no longer parses with it)."""
         with self._failing(f"load session {name!r}"):
             async with self._pools.connection() as conn:
                 cur = await conn.execute(_sql.SESSION_LOAD, (name,))
                 row = await cur.fetchone()
-        if row is None:
-            return None
-        transcript = tuple(Message.model_validate(m) for m in json.loads(row[0]))
-        return StoredSession(transcript, json.loads(row[1]))
+        return None if row is None else RawSession(row[0], row[1])
 
     async def save(
         self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]

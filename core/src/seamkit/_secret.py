@@ -175,7 +175,7 @@ class Redactor:
             start = text.find(form)
             while start != -1:
                 found.append((start, start + len(form)))
-                start = text.find(form, start + 1)
+                start = text.find(form, start + len(form))  # as str.replace finds them
         for pattern in self._patterns:
             found.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
         if not found:

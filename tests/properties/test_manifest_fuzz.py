@@ -34,7 +34,9 @@ from tests.properties._manifests import (
 
 # The deep profile runs for much longer than pytest-timeout allows a test;
 # each example has its own 2 s deadline there instead.
-pytestmark = [pytest.mark.timeout(0)] if DEEP else []
+# The fuzzer is the suite's heaviest property (minutes in CI): `slow`, so that
+# `-m "not slow"` is a quick loop; CI runs everything.
+pytestmark = [pytest.mark.slow, *([pytest.mark.timeout(0)] if DEEP else [])]
 
 
 @pytest.fixture(scope="module")

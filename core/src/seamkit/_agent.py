@@ -102,13 +102,7 @@ class Agent:
         self.redactor = Redactor(secret_texts(config, model))
         """Masks the secrets of the manifest and the model config; each run's
         ``ctx.redactor`` adds the run's context secrets."""
-        self._sections: dict[str, BaseModel] = {}
-        if config is not None:
-            self._sections = {
-                key: value
-                for key in self.registry.sections
-                if (value := config.section(key)) is not None
-            }
+        self._sections = _plugin_sections(config, self.registry) if config is not None else {}
         self.exit_stack = exit_stack if exit_stack is not None else AsyncExitStack()
         """Where tool kinds register what ``async with agent`` closes."""
         build = BuildContext(
@@ -173,9 +167,7 @@ class Agent:
         app = AppConfig.load(source, registry=registry)
         base_dir = Path(app.source).resolve().parent if app.source else None
         stack = AsyncExitStack()
-        sections = {
-            key: value for key in registry.sections if (value := app.section(key)) is not None
-        }
+        sections = _plugin_sections(app, registry)
         build = BuildContext(
             app.name, registry, ToolMap(), base_dir, clock, stack, sections, app.settings
         )
@@ -420,6 +412,11 @@ class Agent:
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
+
+
+def _plugin_sections(app: AppConfig, registry: Registry) -> dict[str, BaseModel]:
+    """The sections of ``app`` that the registry's plugins own, by key."""
+    return {key: value for key in registry.sections if (value := app.section(key)) is not None}
 
 
 def _answer_dangling(history: Sequence[Message]) -> list[Message]:

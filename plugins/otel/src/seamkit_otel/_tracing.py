@@ -100,8 +100,9 @@ class _Open:
         self.span.end()
 
 
-def _open(span: Span) -> _Open:
-    token = otel_context.attach(trace.set_span_in_context(span))
+def _open(span: Span, current: Context | None = None) -> _Open:
+    """``span`` made current (``current`` is its context, when already made)."""
+    token = otel_context.attach(current or trace.set_span_in_context(span))
     return _Open(span, token, _current_task())
 
 
@@ -205,14 +206,15 @@ class Tracing:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
+        parent = trace.set_span_in_context(span)
         self._runs[ctx.run_id] = _Run(
             instruments,
             redact,
             capture,
             provider,
             model,
-            _open(span),
-            trace.set_span_in_context(span),
+            _open(span, parent),
+            parent,
         )
 
     def _run_finished(self, ctx: HookContext, run: _Run, event: RunFinished) -> None:

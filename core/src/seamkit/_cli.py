@@ -21,6 +21,7 @@ from ._loader import get_registry, kernel_version
 __all__ = ["cli", "main"]
 
 _APP_COMMANDS = {
+    "new": "_scaffold:new_command",
     "run": "_commands:run_command",
     "schema": "_commands:schema_command",
     "sessions": "_session_commands:sessions_command",

@@ -34,7 +34,10 @@ BASE = "name: demo\nmodel: scripted:s.yaml\n"
 def test_unknown_kind_lists_the_installed_kinds(tmp_path, registry) -> None:  # type: ignore[no-untyped-def]
     lines = errors(tmp_path, registry, BASE + "hooks:\n  - kind: zzz\n    event: on_pre_llm\n")
     assert lines[0].endswith("app.yaml:4:11: hooks[0].kind: unknown hook kind 'zzz'")
-    assert lines[1] == "  hint: installed hook kinds: note, tool_call"
+    assert lines[1] == (
+        "  hint: installed hook kinds: note, tool_call; "
+        "`seamkit plugins` lists every installed plugin and its kinds"
+    )
 
 
 def test_close_kind_gets_a_did_you_mean(tmp_path, registry) -> None:  # type: ignore[no-untyped-def]
@@ -167,7 +170,10 @@ def test_refresh_condition_takes_the_installed_union(registry) -> None:  # type:
     problem = info.value.problems[0]
     assert problem.path == "hooks[0].refresh_condition.kind"
     assert problem.message == "unknown refresh condition 'hourly'"
-    assert problem.hint == "installed refresh conditions: daily, ttl"
+    assert problem.hint == (
+        "installed refresh conditions: daily, ttl; "
+        "`seamkit plugins` lists every installed plugin and its kinds"
+    )
 
 
 def test_common_hook_rules(registry) -> None:  # type: ignore[no-untyped-def]

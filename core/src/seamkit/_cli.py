@@ -3,20 +3,29 @@ options, ``seamkit plugins``, and the commands that read an app (schema,
 validate, tools, run, from `seamkit._commands`) or a session store
 (``seamkit sessions``, from `seamkit._session_commands`), loaded only when
 one of them is invoked, so that ``seamkit plugins`` and ``seamkit
---version`` start fast."""
+--version`` start fast.
+
+The commands plugins add are listed apart in ``seamkit --help``, each with
+the distribution that added it. A standard output closed by its reader
+(``seamkit plugins | head -2``) ends any command quietly with status 141, as
+a process killed by SIGPIPE would."""
 
 from __future__ import annotations
 
 import importlib
 import json
 import logging
+import os
+import select
 import sys
-from typing import Any
+from traceback import format_exception
+from typing import Any, NoReturn
 
 import click
 
 from ._errors import ManifestError, SeamkitError
 from ._loader import get_registry, kernel_version
+from ._registry import Registry
 
 __all__ = ["cli", "main"]
 
@@ -32,9 +41,57 @@ _APP_COMMANDS = {
 imported on first use."""
 
 
+_PIPE_CLOSED = 141
+"""The exit status when standard output's reader went away: 128 + SIGPIPE,
+what a shell reports for a process killed by SIGPIPE (``yes | head``)."""
+
+
 class _Group(click.Group):
-    """A click group that turns seamkit errors into one line plus a hint, and
-    loads the app commands when they are asked for."""
+    """A click group that turns seamkit errors into one line plus a hint,
+    loads the app commands when they are asked for, lists the commands
+    plugins added apart in its help, and ends quietly when standard output is
+    closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.plugin_commands: dict[str, str] = {}
+        """The commands plugins added, by name: the distribution (or, without
+        one, the plugin) that added each, for ``--help``."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The kernel's commands under "Commands:", those plugins added under
+        "Plugin commands:", each with the distribution that added it."""
+        kernel: list[tuple[str, str]] = []
+        plugin: list[tuple[str, str]] = []
+        shown: list[tuple[str, click.Command]] = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                shown.append((name, command))
+        if not shown:
+            return
+        width = max(len(name) for name, _ in shown)
+        limit = formatter.width - 6 - width
+        for name, command in shown:
+            owner = self.plugin_commands.get(name)
+            if owner is None:
+                kernel.append((name.ljust(width), command.get_short_help_str(limit)))
+            else:
+                prefix = f"({owner}) "
+                text = command.get_short_help_str(max(limit - len(prefix), 20))
+                plugin.append((name.ljust(width), prefix + text))
+        for title, rows in (("Commands", kernel), ("Plugin commands", plugin)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:  # ``--help`` and ``--version`` write while the arguments are parsed
+            return super().parse_args(ctx, args)
+        except BrokenPipeError:
+            if _stdout_is_closed():
+                _stdout_closed(ctx)
+            raise
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *_APP_COMMANDS})
@@ -72,11 +129,42 @@ class _Group(click.Group):
                 click.echo(f"hint: {exc.hint}", err=True)
             ctx.exit(1)
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and _stdout_is_closed():
+                _stdout_closed(ctx)
             if ctx.obj and ctx.obj.get("debug"):
                 raise
             click.echo(f"error: {type(exc).__name__}: {exc}", err=True)
             click.echo("hint: run with --debug for the full traceback", err=True)
             ctx.exit(2)
+
+
+def _stdout_is_closed() -> bool:
+    """Whether standard output's reader went away, so that a BrokenPipeError
+    came from it (not from a plugin's pipe or socket): polling its descriptor
+    reports an error or a hang-up."""
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+    except (AttributeError, OSError, ValueError):  # no descriptor, or no poll() (Windows)
+        return False
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def _stdout_closed(ctx: click.Context) -> NoReturn:
+    """Standard output's reader went away (``seamkit plugins | head -2``):
+    exit with `_PIPE_CLOSED`, saying nothing. Standard output is pointed at
+    the null device first, so that flushing it at exit raises no second
+    BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):  # not a file descriptor (a test runner's output)
+        pass
+    ctx.exit(_PIPE_CLOSED)
 
 
 @click.group(cls=_Group)
@@ -102,13 +190,35 @@ def cli(ctx: click.Context, debug: bool, debug_all: bool) -> None:
 
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def plugins_command(as_json: bool) -> None:
+@click.option(
+    "--all",
+    "with_skipped",
+    is_flag=True,
+    help="With --json, list the plugins SEAMKIT_PLUGINS or SEAMKIT_DISABLE_PLUGINS "
+    "kept from loading too (the table always lists them, under 'disabled:').",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 1 when a plugin failed to load (after the listing)."
+)
+@click.pass_context
+def plugins_command(ctx: click.Context, as_json: bool, with_skipped: bool, check: bool) -> None:
     """List the plugins found, their kinds, hookimpls and load errors."""
     registry = get_registry()
-    rows = [p.as_dict() for p in registry.plugins.values()]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
-        return
+        listed = [p.as_dict() for p in registry.plugins.values()]
+        if with_skipped:
+            listed += [p.as_dict() for p in registry.skipped.values()]
+        click.echo(json.dumps(listed, indent=2))
+    else:
+        _print_plugins(registry, debug=bool(ctx.obj and ctx.obj.get("debug")))
+    if check and registry.failed_plugins():
+        ctx.exit(1)
+
+
+def _print_plugins(registry: Registry, *, debug: bool) -> None:
+    """The table of ``seamkit plugins``, then its load errors (with their
+    tracebacks when ``debug``) and the plugins that were not loaded."""
+    rows = [p.as_dict() for p in registry.plugins.values()]
     header = ("PLUGIN", "DISTRIBUTION", "VERSION", "KINDS", "HOOKIMPLS")
     table = [header] + [
         (
@@ -130,32 +240,61 @@ def plugins_command(as_json: bool) -> None:
             click.echo(
                 f"  {r['name']} ({r['distribution'] or '?'} {r['version'] or ''}): {r['error']}"
             )
+            if debug and r["traceback"]:
+                click.echo(_indented(r["traceback"], "    "))
+        traced = sum(1 for r in failed if r["traceback"])
+        if traced and not debug:
+            noun = "traceback" if traced == 1 else "tracebacks"
+            click.echo(f"hint: run `seamkit --debug plugins` for the {noun}")
+    if registry.skipped:
+        click.echo("\ndisabled:")
+        for skipped in registry.skipped.values():
+            click.echo(f"  {skipped.name} ({skipped.label}): {skipped.reason}")
 
 
-def _add_plugin_commands(group: click.Group) -> None:
+def _indented(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
+
+
+def _add_plugin_commands(group: click.Group) -> dict[str, str]:
     """Let each plugin add its commands; one that fails, or that would replace
-    a kernel command, is reported (in ``seamkit plugins``) and the rest go on."""
+    a kernel command, is reported (in ``seamkit plugins``) and the rest go on.
+
+    Returns the commands added, by name: the distribution (or plugin) that
+    added each; a `_Group` keeps them too, for its ``--help``.
+    """
     registry = get_registry()
     pm = registry.plugin_manager
     kernel = {*group.commands, *_APP_COMMANDS}
+    added: dict[str, str] = {}
     for impl in pm.hook.register_commands.get_hookimpls():
         name = pm.get_name(impl.plugin) or "?"
+        info = registry.plugins.get(name)
         before = dict(group.commands)
-        message = None
+        message = trace = None
         try:
             impl.function(**{k: group for k in impl.argnames})
         except Exception as exc:
             message = f"register_commands failed: {type(exc).__name__}: {exc}"
+            trace = "".join(format_exception(exc))
         taken = sorted(c for c in kernel if group.commands.get(c) is not before.get(c))
         if taken:
             group.commands.clear()
             group.commands.update(before)
             message = f"register_commands tried to replace the kernel's {', '.join(taken)} command"
+            trace = None
+        owner = (info.distribution if info is not None else None) or name
+        for command, value in group.commands.items():
+            if value is not before.get(command):
+                added[command] = owner
         if message is not None:
-            info = registry.plugins.get(name)
             if info is not None:
                 info.error = message
+                info.traceback = trace
             logging.getLogger("seamkit").warning("seamkit plugin %r: %s", name, message)
+    if isinstance(group, _Group):
+        group.plugin_commands.update(added)
+    return added
 
 
 def _debug_logging(*, everything: bool) -> None:

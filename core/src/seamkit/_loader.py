@@ -5,22 +5,30 @@ version and error, a warning is logged once, and the rest goes on loading.
 Isolated means from anything it raises: ``sys.exit()`` or a KeyboardInterrupt
 at import (or in a registration hook) is that plugin's load error too, so one
 broken plugin never takes ``seamkit plugins`` (the command that shows it) or
-any other command down with it.
+any other command down with it. The load error is one line; the traceback is
+kept beside it, for ``seamkit --debug plugins``.
+
+``SEAMKIT_PLUGINS`` and ``SEAMKIT_DISABLE_PLUGINS`` choose which entry points
+load; the ones they keep out are not imported, and are remembered (with the
+variable) so that messages can say how to load them. A name in either
+variable that no installed plugin has is warned about once per load.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import threading
 from collections.abc import Iterable
 from importlib import metadata
+from traceback import format_exception
 from typing import Any
 
 from . import _function_kind
 from ._errors import PluginError
 from ._events import OBSERVER, PROJECT, HookEvent, hookimpls_of
-from ._registry import PluginInfo, Registry
+from ._registry import DISABLE_VARIABLE, PLUGINS_VARIABLE, PluginInfo, Registry, SkippedPlugin
 
 __all__ = [
     "API_VERSION",
@@ -47,6 +55,9 @@ _REGISTRATION_HOOKS = (
 _SEAMS = frozenset(e.value for e in HookEvent)
 _OBSERVED = _SEAMS | {OBSERVER}
 
+_BUILTIN = "seamkit"
+"""The name of the kernel's built-in plugin, which always loads."""
+
 _lock = threading.Lock()
 _registry: Registry | None = None
 
@@ -65,43 +76,84 @@ def load_plugins(
 
     ``SEAMKIT_PLUGINS=a,b`` loads only the entry points named ``a`` and ``b``;
     ``SEAMKIT_DISABLE_PLUGINS=x`` skips ``x``. The kernel's built-ins always
-    load.
+    load. The skipped entry points are not imported; they are recorded in
+    ``registry.skipped`` with the variable that skipped them.
     """
     registry = Registry()
     add_plugin(
         registry,
         _function_kind,
         PluginInfo(
-            name="seamkit",
+            name=_BUILTIN,
             module=_function_kind.__name__,
             builtin=True,
             distribution="seamkit",
             version=kernel_version(),
         ),
     )
-    only = _names(os.environ.get("SEAMKIT_PLUGINS"))
-    disabled = _names(os.environ.get("SEAMKIT_DISABLE_PLUGINS")) or set()
+    only = _names(os.environ.get(PLUGINS_VARIABLE))
+    disabled = _names(os.environ.get(DISABLE_VARIABLE)) or set()
     eps = metadata.entry_points(group=PROJECT) if entry_points is None else entry_points
-    for ep in sorted(eps, key=lambda e: e.name):
-        if (only is not None and ep.name not in only) or ep.name in disabled:
-            continue
+    ordered = sorted(eps, key=lambda e: e.name)
+    _warn_unknown_names(only, disabled, sorted({ep.name for ep in ordered}))
+    for ep in ordered:
         dist = getattr(ep, "dist", None)
-        info = PluginInfo(
-            name=ep.name,
-            distribution=dist.name if dist is not None else None,
-            version=dist.version if dist is not None else None,
-            module=ep.value,
-        )
+        distribution = dist.name if dist is not None else None
+        version = dist.version if dist is not None else None
+        variables = _skipped_by(ep.name, only, disabled)
+        if variables:
+            skipped = SkippedPlugin(ep.name, distribution, version, ep.value, variables)
+            registry.skipped.setdefault(ep.name, skipped)
+            continue
+        info = PluginInfo(name=ep.name, distribution=distribution, version=version, module=ep.value)
         if ep.name in registry.plugins:
             _fail(registry, info, f"another plugin is already named {ep.name!r}")
             continue
         try:
             module = ep.load()
         except BaseException as exc:  # isolated: SystemExit and KeyboardInterrupt too
-            _fail(registry, info, f"import failed: {_describe(exc)}")
+            _fail(registry, info, f"import failed: {_describe(exc)}", exc)
             continue
         add_plugin(registry, module, info)
     return registry
+
+
+def _skipped_by(name: str, only: set[str] | None, disabled: set[str]) -> tuple[str, ...]:
+    """The variables that keep the entry point ``name`` from loading (none: it loads)."""
+    variables = []
+    if name in disabled:
+        variables.append(DISABLE_VARIABLE)
+    if only is not None and name not in only:
+        variables.append(PLUGINS_VARIABLE)
+    return tuple(variables)
+
+
+def _warn_unknown_names(only: set[str] | None, disabled: set[str], installed: list[str]) -> None:
+    """Warn (once per variable) about names in ``SEAMKIT_PLUGINS`` or
+    ``SEAMKIT_DISABLE_PLUGINS`` that no installed plugin has, listing the
+    installed plugins, with a did-you-mean for a close one."""
+    listing = "installed plugins: " + (", ".join(installed) if installed else "none")
+    for variable, named in ((PLUGINS_VARIABLE, only or set()), (DISABLE_VARIABLE, disabled)):
+        unknown = sorted(named - {*installed, _BUILTIN})
+        if unknown:
+            described = []
+            for name in unknown:
+                close = difflib.get_close_matches(name, installed, n=1)
+                described.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            plural = "s" if len(unknown) > 1 else ""
+            log.warning(
+                "%s names unknown plugin%s %s; %s",
+                variable,
+                plural,
+                ", ".join(described),
+                listing,
+            )
+    if _BUILTIN in disabled and _BUILTIN not in installed:
+        log.warning(
+            "%s names '%s', the kernel's built-in plugin, which always loads",
+            DISABLE_VARIABLE,
+            _BUILTIN,
+        )
 
 
 def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
@@ -119,7 +171,7 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
         pm.register(obj, name=info.name)
     except BaseException as exc:  # isolated, as at import
         why = str(exc) if isinstance(exc, Exception) else _describe(exc)
-        return _fail(registry, info, f"invalid hookimpl: {why}")
+        return _fail(registry, info, f"invalid hookimpl: {why}", exc)
     try:
         info.hookimpls = _check_hookimpls(registry, obj)
         batch = registry.registrar(info.name)
@@ -134,7 +186,7 @@ def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:
     except BaseException as exc:  # isolated, as at import
         pm.unregister(obj)
         where = str(exc) if isinstance(exc, PluginError) else _describe(exc)
-        return _fail(registry, info, f"registration failed: {where}")
+        return _fail(registry, info, f"registration failed: {where}", exc)
     return info
 
 
@@ -169,8 +221,13 @@ def _check_hookimpls(registry: Registry, obj: Any) -> list[str]:
     return sorted(seams)
 
 
-def _fail(registry: Registry, info: PluginInfo, error: str) -> PluginInfo:
+def _fail(
+    registry: Registry, info: PluginInfo, error: str, exc: BaseException | None = None
+) -> PluginInfo:
+    """Record ``error`` (one line) as the plugin's load error, with the
+    traceback of ``exc`` when there is one, and warn once."""
     info.error = error
+    info.traceback = "".join(format_exception(exc)) if exc is not None else None
     registry.plugins[info.name] = info
     label = info.distribution or info.name
     version = f" {info.version}" if info.version else ""

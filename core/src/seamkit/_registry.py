@@ -41,6 +41,7 @@ __all__ = [
     "Registrar",
     "Registry",
     "SectionInfo",
+    "SkippedPlugin",
     "StoreFactory",
     "StoreSchemeInfo",
     "ToolResolver",
@@ -184,6 +185,9 @@ class PluginInfo:
     kinds: list[str] = field(default_factory=list)
     hookimpls: list[str] = field(default_factory=list)
     error: str | None = None
+    traceback: str | None = None
+    """The formatted traceback of what the plugin raised while it loaded (the
+    one-line ``error`` is what to show; ``seamkit --debug plugins`` shows this)."""
 
     @property
     def loaded(self) -> bool:
@@ -201,6 +205,75 @@ class PluginInfo:
             "kinds": list(self.kinds),
             "hookimpls": list(self.hookimpls),
             "error": self.error,
+            "traceback": self.traceback,
+            "disabled_by": [],
+        }
+
+
+PLUGINS_VARIABLE = "SEAMKIT_PLUGINS"
+"""The variable naming the only plugins to load (comma-separated entry-point names)."""
+DISABLE_VARIABLE = "SEAMKIT_DISABLE_PLUGINS"
+"""The variable naming plugins not to load (comma-separated entry-point names)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedPlugin:
+    """An installed plugin that was neither loaded nor imported because
+    ``SEAMKIT_DISABLE_PLUGINS`` names it or ``SEAMKIT_PLUGINS`` does not: what
+    the messages that say how to load it need.
+
+    ``variables`` are the variables that keep it out (one or both).
+    """
+
+    name: str
+    distribution: str | None
+    version: str | None
+    module: str | None
+    variables: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """``distribution version`` (``?`` for an unknown distribution)."""
+        return f"{self.distribution or '?'} {self.version or ''}".rstrip()
+
+    @property
+    def reason(self) -> str:
+        """Why it did not load: ``disabled by SEAMKIT_DISABLE_PLUGINS``,
+        ``not named in SEAMKIT_PLUGINS``, or both."""
+        parts = []
+        if DISABLE_VARIABLE in self.variables:
+            parts.append(f"disabled by {DISABLE_VARIABLE}")
+        if PLUGINS_VARIABLE in self.variables:
+            parts.append(f"not named in {PLUGINS_VARIABLE}")
+        return " and ".join(parts)
+
+    @property
+    def how_to_enable(self) -> str:
+        """What to change so that it loads, e.g. ``remove 'ttl' from SEAMKIT_DISABLE_PLUGINS``."""
+        steps = []
+        if DISABLE_VARIABLE in self.variables:
+            steps.append(f"remove '{self.name}' from {DISABLE_VARIABLE}")
+        if PLUGINS_VARIABLE in self.variables:
+            steps.append(
+                f"add '{self.name}' to {PLUGINS_VARIABLE} (or unset {PLUGINS_VARIABLE} "
+                "to load every plugin)"
+            )
+        return ", and ".join(steps)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view with the keys of `PluginInfo.as_dict`, as
+        ``seamkit plugins --json --all`` prints it; ``disabled_by`` lists the variables."""
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "module": self.module,
+            "builtin": False,
+            "kinds": [],
+            "hookimpls": [],
+            "error": None,
+            "traceback": None,
+            "disabled_by": list(self.variables),
         }
 
 
@@ -228,6 +301,9 @@ class Registry:
         self.plugin_manager = pluggy.PluginManager(PROJECT)
         self.plugin_manager.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
+        self.skipped: dict[str, SkippedPlugin] = {}
+        """Installed plugins that ``SEAMKIT_PLUGINS`` / ``SEAMKIT_DISABLE_PLUGINS``
+        kept from loading (and from being imported), by entry-point name."""
         self.kinds: dict[tuple[str, str], KindInfo] = {}
         self.models: dict[str, ModelProviderInfo] = {}
         self.sections: dict[str, SectionInfo] = {}

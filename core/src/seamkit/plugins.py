@@ -6,7 +6,8 @@ receives.
   factories receive (app name, resolved tools, base directory, clock, an exit
   stack closed with the agent, the manifest's plugin-owned sections).
 - `Registry`, `PluginInfo`, `KindInfo`, `ModelProviderInfo`, `SectionInfo`,
-  `StoreSchemeInfo`: what discovery found; `Registrar` records one plugin's
+  `StoreSchemeInfo`: what discovery found (and `SkippedPlugin`: an entry
+  point SEAMKIT_PLUGINS or SEAMKIT_DISABLE_PLUGINS kept from loading); `Registrar` records one plugin's
   ``register(...)`` calls, all or none.
 - `load_plugins`, `get_registry`, `reset_registry`, `add_plugin`: discovery,
   the process-wide registry, and registering a plugin object in-process.
@@ -43,6 +44,7 @@ from ._registry import (
     Registrar,
     Registry,
     SectionInfo,
+    SkippedPlugin,
     StoreFactory,
     StoreSchemeInfo,
     ToolResolver,
@@ -68,6 +70,7 @@ __all__ = [
     "Registrar",
     "Registry",
     "SectionInfo",
+    "SkippedPlugin",
     "StoreFactory",
     "StoreSchemeInfo",
     "ToolResolver",

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from .._document import Placements, shown
 from .._errors import ManifestError, Problem
 from .._loader import get_registry
-from .._registry import CATEGORY_LABEL, PluginInfo, Registry
+from .._registry import CATEGORY_LABEL, Registry
 from .._secret import Secret
 from ._build import app_model
 from ._interpolate import interpolate
@@ -25,6 +25,7 @@ __all__ = ["load_manifest"]
 
 M = TypeVar("M", bound=BaseModel)
 _CATEGORY_BY_LIST = {"hooks": "hook", "tools": "tool", "refresh_condition": "refresh"}
+_EVERY_PLUGIN = "`seamkit plugins` lists every installed plugin and its kinds"
 
 
 def load_manifest(
@@ -208,7 +209,7 @@ def _unknown_kind(
         )
     message = f"unknown {label} '{tag}'"
     failed = registry.failed_plugins()
-    owner = _failed_owner(str(tag), failed)
+    owner = next((p for p in failed if _owns(p.name, p.distribution, str(tag))), None)
     if owner is not None:
         message += (
             f"; it belongs to plugin '{owner.name}' ({owner.distribution or '?'} "
@@ -220,28 +221,43 @@ def _unknown_kind(
             message,
             hint="fix or reinstall that plugin; `seamkit plugins` shows every load error",
         )
+    skipped = list(registry.skipped.values())
+    off = next((p for p in skipped if _owns(p.name, p.distribution, str(tag))), None)
+    if off is not None:
+        return Problem(
+            loc,
+            f"{message}; plugin '{off.name}' ({off.label}) is installed but {off.reason}",
+            hint=f"to load it, {off.how_to_enable}",
+        )
     if failed:
         names = ", ".join(f"'{p.name}' ({p.error})" for p in failed)
         listing += f"; plugins that failed to load: {names}"
+    if skipped:
+        by_reason: dict[str, list[str]] = {}
+        for plugin in skipped:
+            by_reason.setdefault(plugin.reason, []).append(plugin.name)
+        listing += "; installed plugins not loaded: " + "; ".join(
+            f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()
+        )
     close = difflib.get_close_matches(str(tag), installed, n=1)
     if close:
         listing = f"did you mean '{close[0]}'? " + listing
-    return Problem(loc, message, hint=listing)
+    return Problem(loc, message, hint=f"{listing}; {_EVERY_PLUGIN}")
 
 
 def _norm(text: str) -> str:
     return text.lower().replace("-", "_").replace(".", "_")
 
 
-def _failed_owner(tag: str, failed: list[PluginInfo]) -> PluginInfo | None:
-    for plugin in failed:
-        names = {_norm(plugin.name)}
-        if plugin.distribution:
-            dist = _norm(plugin.distribution)
-            names |= {dist, dist.removeprefix("seamkit_")}
-        if _norm(tag) in names:
-            return plugin
-    return None
+def _owns(plugin: str, distribution: str | None, tag: str) -> bool:
+    """Whether ``tag`` (an unknown kind) is presumably the plugin's: it is the
+    plugin's entry-point name, or its distribution's name with or without
+    ``seamkit-`` (case, ``-``, ``_`` and ``.`` alike)."""
+    names = {_norm(plugin)}
+    if distribution:
+        dist = _norm(distribution)
+        names |= {dist, dist.removeprefix("seamkit_")}
+    return _norm(tag) in names
 
 
 def _allowed_fields(

@@ -17,7 +17,7 @@ __all__ = ["new_command"]
 
 @click.group("new")
 def new_command() -> None:
-    """Start something new from a template: ``seamkit new plugin NAME``."""
+    """Start from a template: seamkit new plugin NAME [--kind KIND]."""
 
 
 @new_command.command("plugin")
@@ -38,8 +38,8 @@ def new_command() -> None:
     help="The directory to create (default: ./NAME).",
 )
 def plugin_command(name: str, kind: str, output: Path | None) -> None:
-    """Write a plugin distribution NAME (pyproject with the entry point, module,
-    README, passing tests) into ./NAME; install it with ``pip install ./NAME``."""
+    """Write a plugin distribution into ./NAME: pyproject with the entry point,
+    module, README and tests that pass. Install it with pip install ./NAME."""
     plan = PluginPlan.for_name(name, kind)
     target = output if output is not None else Path(name)
     if target.exists() and any(target.iterdir()):
@@ -48,7 +48,7 @@ def plugin_command(name: str, kind: str, output: Path | None) -> None:
             hint="choose another NAME or --output directory; nothing was written",
         )
     written = write_plugin(plan, target)
-    click.echo(f"wrote {plan.distribution} ({plan.kind} kind '{plan.name}') to {target}/:")
+    click.echo(f"wrote {plan.distribution} ({plan.what} '{plan.name}') to {target}/:")
     for path in written:
         click.echo(f"  {path.relative_to(target).as_posix()}")
     click.echo("next:")

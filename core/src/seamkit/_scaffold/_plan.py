@@ -83,12 +83,17 @@ class PluginPlan:
             requirement=_requirement(kernel_version()),
         )
 
+    @property
+    def what(self) -> str:
+        """What the kind is called in prose: "hook kind", "refresh condition"..."""
+        return _WHAT[self.kind]
+
     def substitutions(self) -> dict[str, str]:
         """What ``$name``-style placeholders in the templates stand for."""
         return {
             "name": self.name,
             "kind": self.kind,
-            "what": _WHAT[self.kind],
+            "what": self.what,
             "usage": _USAGE[self.kind].format(name=self.name),
             "distribution": self.distribution,
             "package": self.package,

@@ -7,8 +7,8 @@ receives.
   stack closed with the agent, the manifest's plugin-owned sections).
 - `Registry`, `PluginInfo`, `KindInfo`, `ModelProviderInfo`, `SectionInfo`,
   `StoreSchemeInfo`: what discovery found (and `SkippedPlugin`: an entry
-  point SEAMKIT_PLUGINS or SEAMKIT_DISABLE_PLUGINS kept from loading); `Registrar` records one plugin's
-  ``register(...)`` calls, all or none.
+  point SEAMKIT_PLUGINS or SEAMKIT_DISABLE_PLUGINS kept from loading);
+  `Registrar` records one plugin's ``register(...)`` calls, all or none.
 - `load_plugins`, `get_registry`, `reset_registry`, `add_plugin`: discovery,
   the process-wide registry, and registering a plugin object in-process.
 - `ConfiguredHook`: a hook object built from a manifest entry, for

@@ -1,22 +1,27 @@
 """The `daily` refresh condition of seamkit-refresh-daily (contrib), found through its
-entry point and used only through seamkit's public API."""
+entry point and used only through seamkit's public API.
+
+Stands alone (no helper from the repository's ``tests`` package): from this
+folder, ``pip install -e ".[test]"`` then ``pytest``; from the repository root,
+``.venv/bin/python -m pytest contrib/refresh-daily/tests``.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 import pytest
-from hypothesis import given, strategies as st
+import seamkit
+from hypothesis import given, settings, strategies as st
 from pydantic import ValidationError
 from seamkit import AppConfig, ManifestError, RefreshCondition
-from seamkit.plugins import get_registry, load_plugins
+from seamkit.plugins import Registry, load_plugins
+from seamkit.testing import check_refresh_condition
 from seamkit_refresh_daily import DailyRefresh
-
-from tests.conftest import entry_point, installed_entry_points
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")
@@ -35,7 +40,7 @@ def daily(at: str, timezone: str = "Europe/Berlin") -> DailyRefresh:
 
 
 def test_daily_is_discovered_through_its_entry_point() -> None:
-    info = get_registry().kind("refresh", "daily")
+    info = load_plugins().kind("refresh", "daily")
     assert info is not None and info.model is DailyRefresh and info.plugin == "daily"
     assert issubclass(DailyRefresh, RefreshCondition)
 
@@ -43,16 +48,30 @@ def test_daily_is_discovered_through_its_entry_point() -> None:
 # --- the manifest, as a user reads it ------------------------------------------
 
 
+class NoteConfig(seamkit.HookConfig):
+    """A hook kind for these tests that takes a ``refresh_condition``, as
+    ``tool_call`` does, without needing a tool."""
+
+    kind: Literal["note"] = "note"
+    text: str
+    refresh_condition: seamkit.AnyRefreshCondition | None = None
+
+
+def never_built(config: NoteConfig, build: object) -> object:
+    raise AssertionError("these tests only read manifests")
+
+
 @pytest.fixture
-def registry(fixture_plugins: None) -> Any:
-    """The installed plugins plus the fixture hook kind ``note``, which takes a
-    ``refresh_condition``."""
-    return load_plugins(
-        entry_points=[*installed_entry_points(), entry_point("note", "seamkit_fixture_note")]
-    )
+def registry() -> Registry:
+    """The installed plugins (``daily`` among them) plus the hook kind ``note``."""
+    plugins = load_plugins()
+    batch = plugins.registrar("daily-tests")
+    batch.hook_kind(NoteConfig, never_built, events={seamkit.HookEvent.ON_REQUEST_START})
+    plugins.commit(batch)
+    return plugins
 
 
-def manifest(condition: dict[str, Any]) -> dict[str, Any]:
+def manifest(condition: dict[str, object]) -> dict[str, object]:
     return {
         "name": "a",
         "model": "scripted:s",
@@ -67,13 +86,13 @@ def manifest(condition: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def problems(registry: Any, condition: dict[str, Any]) -> list[tuple[str, str]]:
+def problems(registry: Registry, condition: dict[str, object]) -> list[tuple[str, str]]:
     with pytest.raises(ManifestError) as info:
         AppConfig.load(manifest(condition), registry=registry)
     return [(p.path, p.message) for p in info.value.problems]
 
 
-def test_a_manifest_takes_a_daily_condition(registry: Any) -> None:
+def test_a_manifest_takes_a_daily_condition(registry: Registry) -> None:
     config = AppConfig.load(
         manifest({"kind": "daily", "at": "06:00", "timezone": "Europe/Berlin"}),
         registry=registry,
@@ -95,7 +114,7 @@ def test_a_manifest_takes_a_daily_condition(registry: Any) -> None:
         ("06:00:00", "'06:00:00' is not a time of day"),
     ],
 )
-def test_a_bad_time_says_what_would_be_right(registry: Any, at: str, says: str) -> None:
+def test_a_bad_time_says_what_would_be_right(registry: Registry, at: str, says: str) -> None:
     [(path, message)] = problems(registry, {"kind": "daily", "at": at, "timezone": "UTC"})
     assert path == "hooks[0].refresh_condition.at"
     assert says in message
@@ -103,7 +122,7 @@ def test_a_bad_time_says_what_would_be_right(registry: Any, at: str, says: str) 
     assert "Value error" not in message
 
 
-def test_an_unquoted_yaml_time_is_explained(registry: Any, tmp_path: Path) -> None:
+def test_an_unquoted_yaml_time_is_explained(registry: Registry, tmp_path: Path) -> None:
     app = tmp_path / "app.yaml"
     app.write_text(
         "name: a\nmodel: scripted:s\nhooks:\n"
@@ -120,7 +139,7 @@ def test_an_unquoted_yaml_time_is_explained(registry: Any, tmp_path: Path) -> No
     )
 
 
-def test_an_unknown_zone_is_named_with_an_example(registry: Any) -> None:
+def test_an_unknown_zone_is_named_with_an_example(registry: Registry) -> None:
     [(path, message)] = problems(
         registry, {"kind": "daily", "at": "06:00", "timezone": "Mars/Base"}
     )
@@ -129,7 +148,7 @@ def test_an_unknown_zone_is_named_with_an_example(registry: Any) -> None:
     assert '"Europe/Berlin"' in message
 
 
-def test_a_misspelt_zone_gets_a_did_you_mean(registry: Any) -> None:
+def test_a_misspelt_zone_gets_a_did_you_mean(registry: Registry) -> None:
     [(_, message)] = problems(
         registry, {"kind": "daily", "at": "06:00", "timezone": "Europe/Berln"}
     )
@@ -142,7 +161,7 @@ def test_malformed_zone_names_are_unknown_zones(zone: str) -> None:
         daily("06:00", zone)
 
 
-def test_both_fields_are_required(registry: Any) -> None:
+def test_both_fields_are_required(registry: Registry) -> None:
     assert problems(registry, {"kind": "daily"}) == [
         ("hooks[0].refresh_condition.at", "required field 'at' is missing"),
         ("hooks[0].refresh_condition.timezone", "required field 'timezone' is missing"),
@@ -330,6 +349,8 @@ def check_none_skipped(rule: DailyRefresh, now: datetime, expiry: datetime) -> N
             assert not (now <= low and high < expiry), f"skipped the gap after {low}"
 
 
+# No deadline: the first example of a zone and year computes its transitions.
+@settings(deadline=None)
 @given(cases())
 def test_expiry_is_the_next_occurrence(case: tuple[str, str, datetime]) -> None:
     zone, at, now = case
@@ -341,6 +362,7 @@ def test_expiry_is_the_next_occurrence(case: tuple[str, str, datetime]) -> None:
     check_none_skipped(rule, now, expiry)
 
 
+@settings(deadline=None)
 @given(cases())
 def test_expiry_is_stable_before_and_moves_on_at_the_occurrence(
     case: tuple[str, str, datetime],
@@ -353,3 +375,24 @@ def test_expiry_is_stable_before_and_moves_on_at_the_occurrence(
     assert expiry < following <= expiry + timedelta(hours=26)
     check_is_an_occurrence(rule, following)
     check_none_skipped(rule, expiry, following)
+
+
+def test_daily_keeps_the_laws_of_a_refresh_condition() -> None:
+    # seamkit's own check: an aware expiry strictly after now that never moves
+    # backwards, for nows in many zones, and a config that survives the manifest.
+    check_refresh_condition(
+        DailyRefresh,
+        configs=st.builds(
+            DailyRefresh,
+            at=any_time,
+            timezone=st.sampled_from(ZONES),
+        ),
+    )
+    check_refresh_condition(
+        DailyRefresh,
+        configs=[
+            {"at": "02:30", "timezone": "Europe/Berlin"},  # in the spring gap
+            {"at": "01:30", "timezone": "America/New_York"},  # twice in the autumn
+            {"at": "00:00", "timezone": "UTC"},
+        ],
+    )

@@ -8,8 +8,12 @@
 - :func:`scripted_hook`: a hook that returns (or raises) what you tell it.
 - :mod:`seamkit.testing.strategies`: hypothesis strategies for messages, tool
   calls, histories, documents and request patches.
-- :func:`check_patch_laws` and :func:`check_hook_composes`: ready property
-  checks, one line each in a plugin author's test.
+- :func:`check_patch_laws`, :func:`check_hook_composes` and
+  :func:`check_refresh_condition`: ready property checks, one line each in a
+  plugin author's test.
+- The pytest plugin (entry point ``pytest11``) gives ``seamkit_*`` fixtures
+  and runs plain ``async def`` tests with asyncio (``seamkit_async = false``
+  in the ini turns that off; anyio, pytest-asyncio and pytest-trio keep theirs).
 
 Hypothesis is imported only when strategies or checks are used.
 """
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from ._agents import Recorder, StreamedRun, build_agent, stream_run
     from ._checks import check_hook_composes, check_patch_laws
     from ._harness import Opaque, arun_event, make_context, run_event, scripted_hook
+    from ._refresh_checks import check_refresh_condition
 
 __all__ = [
     "Opaque",
@@ -36,6 +41,7 @@ __all__ = [
     "build_agent",
     "check_hook_composes",
     "check_patch_laws",
+    "check_refresh_condition",
     "make_context",
     "run_event",
     "scripted_hook",
@@ -57,6 +63,7 @@ _LAZY = {
     "scripted_hook": "._harness",
     "check_hook_composes": "._checks",
     "check_patch_laws": "._checks",
+    "check_refresh_condition": "._refresh_checks",
 }
 
 

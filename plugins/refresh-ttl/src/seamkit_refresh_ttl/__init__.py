@@ -7,7 +7,7 @@ after it was obtained.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import seamkit
@@ -24,14 +24,16 @@ class TTLRefresh(seamkit.RefreshCondition):
     ttl_minutes: int = Field(gt=0, description="Minutes a result stays fresh (an integer > 0).")
 
     def expiry(self, now: datetime) -> datetime:
-        """``now`` plus the time-to-live; the last representable instant when
-        that lies beyond the year 9999."""
+        """``now`` plus the time-to-live, in real time (computed in UTC: adding
+        to a zoned ``now`` would add wall-clock time, an hour off across a
+        daylight-saving change); the last representable instant when that
+        lies beyond the year 9999."""
         if now.tzinfo is None:
             raise ValueError("expiry() needs an aware datetime")
         try:
-            return now + timedelta(minutes=self.ttl_minutes)
+            return now.astimezone(UTC) + timedelta(minutes=self.ttl_minutes)
         except OverflowError:
-            return datetime.max.replace(tzinfo=now.tzinfo)
+            return datetime.max.replace(tzinfo=UTC)
 
 
 @seamkit.hookimpl

@@ -163,6 +163,7 @@ def _uv() -> str:
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshEnv]:
     path = tmp_path_factory.mktemp("scaffold") / "venv"
+    started = time.perf_counter()
     subprocess.run(
         [_uv(), "venv", "--quiet", "--seed", "--python", sys.executable, str(path)], check=True
     )
@@ -173,6 +174,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreshEnv]:
         cwd=path.parent,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
+    print(f"\nfresh environment with seamkit[testing]: {time.perf_counter() - started:.1f} s")
     yield env
 
 

@@ -96,6 +96,34 @@ def test_the_generated_tests_pass_as_written(tmp_path: Path, kind: str) -> None:
     assert "passed" in summary and "failed" not in summary and "skipped" not in summary, summary
 
 
+def test_the_generated_code_is_formatted_linted_and_strictly_typed(tmp_path: Path) -> None:
+    """What a new project's CI would run first: ruff format, ruff check (this
+    repository's rule set) and mypy --strict, on every kind, with a long name."""
+    bin_ = Path(sys.executable).parent
+    roots = []
+    for kind in sorted(KINDS):
+        name = f"my-longer-name-{kind}"
+        code, output = _new(tmp_path, name, "--kind", kind)
+        assert code == 0, output
+        roots.append(tmp_path / name)
+    for root in roots:
+        for check in (
+            [str(bin_ / "ruff"), "format", "--check", "."],
+            [str(bin_ / "ruff"), "check", "--select", "E,F,W,B,UP,SIM", "."],
+        ):
+            out = subprocess.run(check, capture_output=True, text=True, cwd=root)
+            assert out.returncode == 0, f"{root.name}: {check[1]}\n{out.stdout}{out.stderr}"
+    paths = [str(p) for root in roots for p in (root / "src", *sorted(root.glob("tests/*.py")))]
+    mypy = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *paths],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**_clean_env(), "MYPYPATH": os.pathsep.join(str(r / "src") for r in roots)},
+    )
+    assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+
+
 @pytest.mark.parametrize(
     ("name", "message"),
     [
@@ -103,6 +131,8 @@ def test_the_generated_tests_pass_as_written(tmp_path: Path, kind: str) -> None:
         ("2trim", "cannot name a plugin"),
         ("trim me", "cannot name a plugin"),
         ("class", "is a Python keyword"),
+        ("seamkit", "is taken by the kernel"),
+        ("function", "is taken by the kernel"),
     ],
 )
 def test_a_bad_name_is_one_line_and_writes_nothing(tmp_path: Path, name: str, message: str) -> None:
@@ -111,6 +141,24 @@ def test_a_bad_name_is_one_line_and_writes_nothing(tmp_path: Path, name: str, me
     assert message in output and "hint:" in output
     assert "Traceback" not in output
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_in_the_way_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "trim").write_text("mine", encoding="utf-8")
+    code, output = _new(tmp_path, "trim")
+    assert code == 1 and "exists and is not a folder" in output
+    code, output = _new(tmp_path, "other", "--output", "trim/sub")
+    assert code == 1 and "cannot write trim/sub" in output and "hint:" in output
+    assert (tmp_path / "trim").read_text(encoding="utf-8") == "mine"
+
+
+def test_the_next_steps_name_the_folder_written(tmp_path: Path) -> None:
+    code, output = _new(tmp_path, "trim", "--output", str(tmp_path / "abs dir"))
+    assert code == 0, output
+    assert f"pip install -e '{tmp_path}/abs dir[test]'" in output
+    assert f"pytest '{tmp_path}/abs dir'" in output
+    code, output = _new(tmp_path, "trim2")
+    assert "pip install -e './trim2[test]'" in output and "pytest trim2" in output
 
 
 def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
@@ -217,11 +265,15 @@ def test_a_project_on_pytest_asyncio_keeps_its_runner(fresh: FreshEnv, tmp_path:
     )  # fmt: skip
     assert install.returncode == 0, install.stderr
     pytest_ = [str(fresh.bin / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "trim"]
-    # Strict mode (pytest-asyncio's default): it does not run unmarked async
-    # tests, and neither does the kit: the project's runner decides.
+    # Strict mode (pytest-asyncio's default): it runs only tests marked for
+    # it; the kit runs the unmarked ones, so the generated tests pass.
     strict = fresh.run(*pytest_, cwd=tmp_path)
-    assert strict.returncode != 0
-    assert "test_the_model_sees_the_cut_result" in strict.stdout
-    # Auto mode: pytest-asyncio runs them, and they pass.
+    assert strict.returncode == 0, strict.stdout + strict.stderr
+    # Auto mode: pytest-asyncio owns every async test (the kit steps aside),
+    # and they pass too.
     auto = fresh.run(*pytest_, "-o", "asyncio_mode=auto", cwd=tmp_path)
     assert auto.returncode == 0, auto.stdout + auto.stderr
+    # The kit switched off: in strict mode nobody runs the unmarked test.
+    off = fresh.run(*pytest_, "-o", "seamkit_async=false", cwd=tmp_path)
+    assert off.returncode != 0
+    assert "test_the_model_sees_the_cut_result" in off.stdout

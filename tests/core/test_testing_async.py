@@ -166,13 +166,14 @@ def test_anyio_tests_stay_anyios_with_its_plugin_off(pytester: pytest.Pytester) 
 
 
 @pytest.mark.parametrize("runner", ["asyncio", "trio"])
-def test_an_active_runner_plugin_keeps_every_async_test(
+def test_a_runner_whose_mode_is_unknown_keeps_every_async_test(
     pytester: pytest.Pytester, runner: str
 ) -> None:
     pytester.makeconftest(
         f"""
         def pytest_configure(config):
-            # Stands in for pytest-asyncio / pytest-trio, which register under these names.
+            # A plugin registered under pytest-asyncio's / pytest-trio's name
+            # that declares no mode: the kit assumes it owns every async test.
             config.pluginmanager.register(object(), {runner!r})
         """
     )
@@ -186,6 +187,79 @@ def test_an_active_runner_plugin_keeps_every_async_test(
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([NOT_SUPPORTED])
+
+
+# Stand-ins for pytest-asyncio and pytest-trio: registered under their names,
+# declaring their mode settings as they do (neither is installed here).
+_RUNNER = """
+import pytest
+
+class Runner:
+    pass
+
+def pytest_addoption(parser):
+    parser.addini("asyncio_mode", "", default="strict")
+    parser.addini("trio_mode", "", type="bool", default=False)
+
+def pytest_configure(config):
+    config.pluginmanager.register(Runner(), {name!r})
+    config.addinivalue_line("markers", "asyncio: pytest-asyncio")
+    config.addinivalue_line("markers", "trio: pytest-trio")
+"""
+
+
+@pytest.mark.parametrize(
+    ("runner", "ini"),
+    [("asyncio", "asyncio_mode = auto"), ("trio", "trio_mode = true")],
+)
+def test_a_runner_in_auto_mode_keeps_every_async_test(
+    pytester: pytest.Pytester, runner: str, ini: str
+) -> None:
+    pytester.makeconftest(_RUNNER.format(name=runner))
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    write_tests(pytester, "async def test_plain():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([NOT_SUPPORTED])
+
+
+@pytest.mark.parametrize("runner", ["asyncio", "trio"])
+def test_in_strict_mode_the_kit_runs_the_unmarked_tests(
+    pytester: pytest.Pytester, runner: str
+) -> None:
+    # pytest-asyncio's strict mode (its default) and pytest-trio's default take
+    # only the tests marked for them; nobody else would run the plain ones.
+    pytester.makeconftest(_RUNNER.format(name=runner))
+    write_tests(
+        pytester,
+        f"""
+        import asyncio
+        import pytest
+
+        async def test_plain():
+            await asyncio.sleep(0)
+
+        async def test_plain_fails():
+            await asyncio.sleep(0)
+            assert False, "the body ran"
+
+        @pytest.mark.{runner}
+        async def test_marked():
+            pass
+        """,
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    # test_marked is its runner's: the stand-in runs nothing, so pytest fails it.
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(["*AssertionError: the body ran*"])
+    result.stdout.fnmatch_lines(["FAILED test_async.py::test_marked - Failed: async def*"])
+
+
+def test_a_returned_value_is_warned_about_as_for_a_plain_test(pytester: pytest.Pytester) -> None:
+    write_tests(pytester, "async def test_returns():\n    return 5\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*PytestReturnNotNoneWarning*"])
 
 
 def test_an_asyncio_marked_test_is_left_to_pytest_asyncio(pytester: pytest.Pytester) -> None:

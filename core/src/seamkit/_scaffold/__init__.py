@@ -4,6 +4,7 @@ from (`_plan` names its parts, `_write` renders the templates under
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -42,16 +43,28 @@ def plugin_command(name: str, kind: str, output: Path | None) -> None:
     module, README and tests that pass. Install it with pip install ./NAME."""
     plan = PluginPlan.for_name(name, kind)
     target = output if output is not None else Path(name)
+    if target.exists() and not target.is_dir():
+        raise SeamkitError(
+            f"{target} exists and is not a folder",
+            hint="choose another NAME or --output directory; nothing was written",
+        )
     if target.exists() and any(target.iterdir()):
         raise SeamkitError(
             f"{target} exists and is not empty",
             hint="choose another NAME or --output directory; nothing was written",
         )
-    written = write_plugin(plan, target)
+    try:
+        written = write_plugin(plan, target)
+    except OSError as exc:
+        raise SeamkitError(
+            f"cannot write {target}: {exc.strerror or exc}",
+            hint="check that the folder's parent exists and is writable",
+        ) from exc
     click.echo(f"wrote {plan.distribution} ({plan.what} '{plan.name}') to {target}/:")
     for path in written:
         click.echo(f"  {path.relative_to(target).as_posix()}")
+    where = target.as_posix() if target.is_absolute() else f"./{target.as_posix()}"
     click.echo("next:")
-    click.echo(f'  pip install -e "./{target.as_posix()}[test]"')
-    click.echo(f"  pytest {target.as_posix()}")
+    click.echo(f"  pip install -e {shlex.quote(where + '[test]')}")
+    click.echo(f"  pytest {shlex.quote(target.as_posix())}")
     click.echo("  seamkit plugins")

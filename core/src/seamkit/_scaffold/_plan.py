@@ -41,6 +41,13 @@ _USAGE = {
     ),
 }
 
+_TAKEN = {
+    "seamkit": "the built-in plugin's name",
+    "function": "the built-in `function` tool kind",
+    "scripted": "the built-in `scripted` model provider",
+}
+"""Names a new plugin cannot take: its entry point or kind would clash."""
+
 _NAME = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")
 
 
@@ -73,6 +80,11 @@ class PluginPlan:
         package = "seamkit_" + bare.replace("-", "_")
         if keyword.iskeyword(bare):
             raise SeamkitError(f"{name!r} is a Python keyword", hint="choose another name")
+        if bare in _TAKEN:
+            raise SeamkitError(
+                f"{bare!r} is taken by the kernel ({_TAKEN[bare]})",
+                hint="choose another name; `seamkit plugins` lists the names in use",
+            )
         title = "".join(part.capitalize() for part in re.split(r"[-_]", bare))
         return cls(
             name=bare,
@@ -104,10 +116,14 @@ class PluginPlan:
 
 def _requirement(version: str) -> str:
     """``>=X.Y,<X.(Y+1)``: the minor series of the running seamkit (any 0.x
-    minor may change the plugin API), or no bound from a source tree."""
-    match = re.match(r"^(\d+)\.(\d+)", version)
+    minor may change the plugin API; from 1.0 the major series), from the
+    running version itself when it is a pre-release; no bound from a source
+    tree."""
+    match = re.match(r"^(\d+)\.(\d+)(?:\.\d+)*(.*)$", version)
     if match is None:
         return ""
-    major, minor = int(match[1]), int(match[2])
+    major, minor, rest = int(match[1]), int(match[2]), match[3]
     upper = f"{major}.{minor + 1}" if major == 0 else f"{major + 1}"
-    return f">={major}.{minor},<{upper}"
+    pre_release = re.match(r"^[.-]?(a|b|rc|dev|alpha|beta|c|pre)", rest)
+    lower = version if pre_release else f"{major}.{minor}"
+    return f">={lower},<{upper}"

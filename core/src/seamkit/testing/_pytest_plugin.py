@@ -8,10 +8,14 @@ function that no other runner was asked to run. It runs nothing when
 
 - the ini option ``seamkit_async = false`` is set (pytest's own behaviour
   comes back: ``async def functions are not natively supported``);
-- pytest-asyncio or pytest-trio is active (a plugin named ``asyncio`` or
-  ``trio`` is registered): the project chose its runner for every async test;
-- the test is marked ``anyio``, ``asyncio`` or ``trio``, or uses the
-  ``anyio_backend`` fixture: that marker's runner owns it.
+- pytest-asyncio runs in auto mode (``asyncio_mode = auto``), or pytest-trio
+  in trio mode (``trio_mode = true``): that runner owns every async test.
+
+and it never runs a test marked ``anyio``, ``asyncio`` or ``trio``, or one
+that uses the ``anyio_backend`` fixture: that marker's runner owns it. In
+pytest-asyncio's strict mode (its default) and pytest-trio's default, those
+runners take only the tests marked for them, and the kit runs the unmarked
+ones, as it does with no other runner installed.
 
 It imports nothing heavy at load time: hypothesis is imported only when the
 ``seamkit_strategies`` fixture is used, so it costs nothing to a user who never
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -29,10 +34,6 @@ import pytest
 
 ASYNC_INI = "seamkit_async"
 """The ini option that turns the kit's async runner on (the default) or off."""
-
-RUNNER_PLUGINS = ("asyncio", "trio")
-"""Plugin names of async runners (pytest-asyncio, pytest-trio) that own every
-async test once active: with one of them registered the kit runs none."""
 
 RUNNER_MARKERS = frozenset({"anyio", "asyncio", "trio"})
 """Markers that hand a test to another runner."""
@@ -50,18 +51,46 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def runs_async(item: pytest.Function) -> bool:
-    """Whether the kit runs ``item``: a coroutine test function, the runner on,
-    no async runner plugin active and no runner's marker or fixture on the test."""
+    """Whether the kit runs ``item``: a coroutine test function, the runner
+    on, no runner that owns every async test, and no runner's marker or
+    fixture on the test."""
     if not inspect.iscoroutinefunction(item.obj):
         return False
     config = item.config
     if not config.getini(ASYNC_INI):
         return False
-    if any(config.pluginmanager.has_plugin(name) for name in RUNNER_PLUGINS):
+    if _owns_every_async_test(config):
         return False
     if any(marker.name in RUNNER_MARKERS for marker in item.iter_markers()):
         return False
     return "anyio_backend" not in item.fixturenames
+
+
+def _owns_every_async_test(config: pytest.Config) -> bool:
+    """pytest-asyncio in auto mode, or pytest-trio in trio mode; a runner
+    registered under those names whose mode cannot be read counts as one."""
+    manager = config.pluginmanager
+    if manager.has_plugin("asyncio"):
+        mode = _setting(config, "asyncio_mode")
+        if mode is None or str(mode).lower() != "strict":
+            return True
+    if manager.has_plugin("trio"):
+        mode = _setting(config, "trio_mode")
+        if mode is None or mode is True or str(mode).lower() in {"true", "1", "yes"}:
+            return True
+    return False
+
+
+def _setting(config: pytest.Config, name: str) -> object:
+    """A runner's mode: its command-line option, else its ini value; None when
+    that runner declares no such setting."""
+    option = config.getoption(name, default=None)
+    if option is not None:
+        return option
+    try:
+        return config.getini(name)
+    except ValueError:  # not declared: an unknown runner, or another version
+        return None
 
 
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
@@ -80,10 +109,17 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if not runs_async(pyfuncitem):
         return None
     funcargs = pyfuncitem.funcargs
-    # pytest's own pyfunc_call (and anyio's) pass exactly these names; there
-    # is no public spelling of the declared-argument list.
-    testargs = {name: funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
-    asyncio.run(pyfuncitem.obj(**testargs))
+    declared = inspect.signature(pyfuncitem.obj).parameters
+    testargs = {name: funcargs[name] for name in declared if name in funcargs}
+    returned = asyncio.run(pyfuncitem.obj(**testargs))
+    if returned is not None:
+        warnings.warn(
+            pytest.PytestReturnNotNoneWarning(
+                f"Test functions should return None, but {pyfuncitem.nodeid} returned "
+                f"{type(returned)!r}; did you mean to use `assert` instead of `return`?"
+            ),
+            stacklevel=1,
+        )
     return True
 
 

@@ -30,7 +30,8 @@ while it ends with ``\\``) is a command, blank lines and lines holding only a
 
 Every other block (``yaml``, ``json``, ``python``, ``text``, ...) is not run;
 a ``docs-run: file`` directive (below) can write it to a file. A ``$ `` line
-in a ``text`` (or plain) block is refused: a command shown is a ``console``
+in any other block but data (``yaml``, ``json``, ``python``, ``toml``...)
+is refused: a command shown is a ``console``
 block, with ``# not run:`` if it cannot run. Here-documents and prompts for
 continuation lines (``> ``) are not supported.
 
@@ -142,6 +143,9 @@ EXAMPLES = ROOT / "docs" / "examples"
 BIN = Path(sys.executable).parent  # not resolved: the venv's bin, not the base interpreter's
 
 SHELL_LANGS = frozenset({"sh", "bash", "shell"})
+DATA_LANGS = frozenset({"yaml", "yml", "json", "python", "py", "toml", "ini", "diff"})
+"""Blocks whose ``$ `` lines are data, not commands; in any other block that
+is not run (``text``, plain, ``shell-session``, ``zsh``...) one is refused."""
 HOME_PLACEHOLDER = "/home/ann"  # the home directory, as outputs show it
 WORK_NAME = "seamkit"  # the working directory: $HOME/seamkit, as a clone would be
 DEFAULT_TIMEOUT = 240.0
@@ -418,13 +422,14 @@ class _Parser:
         else:
             if env:
                 self.problem(block.line, f"docs-run: env before a {block.info or 'plain'} block")
-            if block.info in ("", "text"):
+            if block.info not in DATA_LANGS:
                 for k, line in enumerate(block.lines):
                     if _is_prompt(line):
                         self.problem(
                             block.line + 1 + k,
-                            "a '$ ' command in a text block is never run: make the block "
-                            "'console' (with '# not run: <reason>' if it cannot run)",
+                            f"a '$ ' command in a {block.info or 'plain'} block is never run: "
+                            "make the block 'console' (with '# not run: <reason>' if it "
+                            "cannot run)",
                         )
 
     def marker(self, block: _Block) -> tuple[list[str], int, str | None]:
@@ -557,6 +562,7 @@ class Run:
 
 
 _PRELUDE = r"""
+set -o pipefail
 __docs_run_mark() { local s=$?; printf '%s:%s:%s\n' "$__docs_run_token" "$1" "$s"; return $s; }
 __docs_run_saved=()
 __docs_run_env() {

@@ -109,6 +109,18 @@ def test_a_stray_marker_and_a_prompt_in_a_text_block_are_refused() -> None:
     assert problems[1].startswith("doc.md:7: ") and "text block is never run" in problems[1]
 
 
+@pytest.mark.parametrize("info", ["shell-session", "zsh", "", "terminal"])
+def test_a_prompt_in_any_block_that_is_not_data_is_refused(info: str) -> None:
+    (problem,) = _problems(f"```{info}\n$ seamkit run x\n```\n")
+    assert problem.startswith("doc.md:2: ") and "is never run" in problem
+    parse("```yaml\n$ 5: price\n```\n```python\n$ = 1\n```\n", "doc.md")  # data: fine
+
+
+def test_a_failing_command_inside_a_pipeline_fails_the_command() -> None:
+    _, found = _run("```sh\nfalse | cat\n```\n")
+    assert len(found) == 1 and "exit status 1" in found[0]
+
+
 def test_directives_env_file_append_and_run() -> None:
     doc = parse(
         "<!-- docs-run: env A=1 'B=two words' -->\n"

@@ -1,10 +1,12 @@
 """Messages about plugin loading that say what to do, read as a user reads
-them: disabled plugins, unknown names in the enable/disable variables, load
-tracebacks behind ``--debug``, ``seamkit plugins --check``, a closed standard
+them: disabled plugins (their kinds, sections, store schemes and commands),
+unknown names in the enable/disable variables, load tracebacks behind
+``--debug`` (in the JSON too), ``seamkit plugins --check``, a closed standard
 output, and the plugin commands in ``seamkit --help``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -20,6 +22,7 @@ from click.testing import CliRunner, Result
 from seamkit import AppConfig, ManifestError
 from seamkit._cli import _add_plugin_commands, cli
 from seamkit.plugins import PluginInfo, add_plugin, load_plugins, reset_registry
+from seamkit.testing import build_agent
 
 from tests.conftest import FIXTURE_DISTS, entry_point, installed_entry_points
 
@@ -277,6 +280,45 @@ def test_known_names_are_not_warned_about(
     assert not [r for r in caplog.records if r.name == "seamkit"]
 
 
+def test_a_distribution_name_is_answered_with_its_plugin_and_far_names_get_no_guess() -> None:
+    env = {**os.environ, "SEAMKIT_PLUGINS": "seamkit-refresh-ttl,nope,tll"}
+    env.pop("SEAMKIT_DISABLE_PLUGINS", None)
+    out = subprocess.run(
+        [str(SEAMKIT), "plugins"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    names = ", ".join(sorted(ep.name for ep in installed_entry_points()))
+    assert [line for line in out.stderr.splitlines() if "SEAMKIT_PLUGINS" in line] == [
+        "WARNING: SEAMKIT_PLUGINS names unknown plugins 'nope', 'seamkit-refresh-ttl' "
+        "(a distribution; its plugin is named 'ttl'), 'tll' (did you mean 'ttl'?); "
+        f"installed plugins: {names}"
+    ]
+
+
+def test_given_entry_points_are_not_warned_about(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The testing kit loads no installed plugin (``entry_points=[]``): the
+    variables, which name installed plugins, are nothing to warn about there."""
+    monkeypatch.setenv("SEAMKIT_PLUGINS", "zzz")
+    monkeypatch.setenv("SEAMKIT_DISABLE_PLUGINS", "nope")
+
+    async def built() -> None:
+        async with await build_agent({"name": "a"}, script=[{"text": "hi"}]):
+            pass
+
+    with caplog.at_level(logging.WARNING, logger="seamkit"):
+        asyncio.run(built())
+        load_plugins(entry_points=[entry_point("ttl", "seamkit_refresh_ttl")])
+    assert not [r.getMessage() for r in caplog.records if r.name == "seamkit"]
+    with caplog.at_level(logging.WARNING, logger="seamkit"):
+        load_plugins()  # discovering the installed ones does warn
+    assert [r.getMessage()[:30] for r in caplog.records if r.name == "seamkit"] == [
+        "SEAMKIT_PLUGINS names unknown ",
+        "SEAMKIT_DISABLE_PLUGINS names ",
+    ]
+
+
 # --- 3. --debug shows the load tracebacks -------------------------------------------------
 
 
@@ -301,7 +343,9 @@ def test_a_load_error_is_one_line_and_debug_shows_its_traceback() -> None:
     assert "--debug plugins` for the traceback" not in debug.stdout
 
 
-def test_the_traceback_is_kept_beside_the_one_line_error() -> None:
+def test_the_traceback_is_kept_beside_the_one_line_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     class Half:
         @seamkit.hookimpl
         def register_tool_kinds(self, register):  # type: ignore[no-untyped-def]
@@ -315,6 +359,10 @@ def test_the_traceback_is_kept_beside_the_one_line_error() -> None:
     assert info.traceback.rstrip().endswith("RuntimeError: boom")
     reset_registry(registry)
     (listed,) = (p for p in json.loads(invoke("plugins", "--json").stdout) if p["name"] == "half")
+    assert listed["traceback"] is None and listed["error"] == info.error
+    monkeypatch.setattr("seamkit._cli._debug_logging", lambda **_: None)  # keep the test's logging
+    debug = json.loads(invoke("--debug", "plugins", "--json").stdout)
+    (listed,) = (p for p in debug if p["name"] == "half")
     assert listed["traceback"] == info.traceback and listed["error"] == info.error
 
 
@@ -332,6 +380,40 @@ def test_a_failing_register_commands_keeps_its_traceback() -> None:
     info = registry.plugins["broken-cmds"]
     assert info.error == "register_commands failed: RuntimeError: no commands today"
     assert info.traceback is not None and "RuntimeError: no commands today" in info.traceback
+
+
+LEAKY = """
+import os
+raise RuntimeError("database unavailable") from ValueError(
+    f"cannot connect to {os.environ['MY_DSN']}"
+)
+"""
+
+
+def test_a_credential_in_a_chained_load_error_shows_only_with_debug(tmp_path: Path) -> None:
+    """A load error's traceback (whose chained exceptions may quote the
+    environment) is in ``plugins --json`` only with ``--debug``, as in the table."""
+    (tmp_path / "seamkit_fixture_leaky.py").write_text(LEAKY)
+    canary = "canary-7c1e9a"
+    env = {"PYTHONPATH": str(tmp_path), "MY_DSN": f"postgresql://app:{canary}@db/app"}
+    for args in (
+        ["plugins"],
+        ["plugins", "--check"],
+        ["plugins", "--json"],
+        ["plugins", "--json", "--all", "--check"],
+    ):
+        out = child(*args, fixtures="leaky", **env)
+        assert out.returncode == (1 if "--check" in args else 0), out.stderr
+        assert canary not in out.stdout + out.stderr, args
+    listed = json.loads(child("plugins", "--json", fixtures="leaky", **env).stdout)
+    (leaky,) = (p for p in listed if p["name"] == "leaky")
+    assert leaky["error"] == "import failed: RuntimeError: database unavailable"
+    assert leaky["traceback"] is None
+
+    debug = json.loads(child("--debug", "plugins", "--json", fixtures="leaky", **env).stdout)
+    (leaky,) = (p for p in debug if p["name"] == "leaky")
+    assert f"ValueError: cannot connect to postgresql://app:{canary}@db/app" in leaky["traceback"]
+    assert leaky["traceback"].rstrip().endswith("RuntimeError: database unavailable")
 
 
 # --- 4. plugins --check, and a closed standard output -------------------------------------
@@ -462,3 +544,88 @@ def test_the_installed_seamkit_help_marks_the_plugin_commands() -> None:
     assert plugin_rows["serve"].split()[1] == "(seamkit-serve)"
     assert "serve" not in [row.split()[0] for row in sections["Commands"]]
     assert "plugins" in [row.split()[0] for row in sections["Commands"]]
+
+
+# --- 7. a disabled plugin's section, store scheme and command say what keeps it out -------
+
+
+def test_an_unknown_section_lists_the_plugins_not_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEAMKIT_DISABLE_PLUGINS", "otel")
+    (tmp_path / "s.yaml").write_text("- text: ok\n")
+    app = tmp_path / "app.yaml"
+    app.write_text("name: demo\nmodel: scripted:s.yaml\ntelemetry:\n  service_name: x\n")
+    result = invoke("validate", str(app))
+    assert result.exit_code == 1
+    allowed = "hooks, model, name, preamble, serve, sessions, settings, tool_services, tools"
+    assert result.stderr.splitlines()[:2] == [
+        f"{app}:3:1: telemetry: unknown field 'telemetry'",
+        f"  hint: allowed fields: {allowed}; installed plugins not loaded: otel (disabled by "
+        "SEAMKIT_DISABLE_PLUGINS): a plugin's section is unknown while the plugin is not loaded",
+    ]
+    monkeypatch.delenv("SEAMKIT_DISABLE_PLUGINS")
+    reset_registry()
+    app.write_text("name: demo\nmodel: scripted:s.yaml\ntelemetri: {}\n")
+    lines = invoke("validate", str(app)).stderr.splitlines()
+    assert lines[1].startswith("  hint: did you mean 'telemetry'? allowed fields: ")
+    assert "not loaded" not in lines[1]
+
+
+def test_a_store_scheme_of_a_disabled_plugin_says_how_to_load_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SEAMKIT_DISABLE_PLUGINS", "postgresql")
+    version = metadata.version("seamkit-sessions-postgres")
+    result = invoke("sessions", "list", "--store", "postgresql://app@db/app")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error: no session store is loaded for URLs of scheme 'postgresql'; plugin "
+        f"'postgresql' (seamkit-sessions-postgres {version}) is installed but disabled by "
+        "SEAMKIT_DISABLE_PLUGINS",
+        "hint: to load it, remove 'postgresql' from SEAMKIT_DISABLE_PLUGINS",
+    ]
+    other = invoke("sessions", "list", "--store", "postgres://app@db/app")
+    assert other.exit_code == 1
+    assert other.stderr.splitlines() == [
+        "error: no session store is installed for URLs of scheme 'postgres'",
+        "hint: installed schemes: sqlite; a plugin adds one (e.g. seamkit-sessions-postgres "
+        "for postgresql://); installed plugins not loaded: postgresql (disabled by "
+        "SEAMKIT_DISABLE_PLUGINS)",
+    ]
+
+
+def _seamkit(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """The installed ``seamkit ARGS`` with these plugin variables (and no others)."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SEAMKIT_PLUGINS", "SEAMKIT_DISABLE_PLUGINS", "SEAMKIT_ENABLE_PREVIEW"}
+    }
+    return subprocess.run(
+        [str(SEAMKIT), *args], capture_output=True, text=True, timeout=60, env={**env, **variables}
+    )
+
+
+def test_a_command_of_a_disabled_plugin_names_the_plugin_and_the_variable() -> None:
+    version = metadata.version("seamkit-serve")
+    out = _seamkit("serve", "app.yaml", SEAMKIT_DISABLE_PLUGINS="serve")
+    assert out.returncode == 2
+    assert out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"error: no such command 'serve'; plugin 'serve' (seamkit-serve {version}) is "
+        "installed but disabled by SEAMKIT_DISABLE_PLUGINS",
+        "hint: to load it, remove 'serve' from SEAMKIT_DISABLE_PLUGINS",
+    ]
+    left_out = _seamkit("tool-service", "--help", SEAMKIT_PLUGINS="ttl")
+    assert left_out.returncode == 2
+    assert left_out.stderr.splitlines()[1] == (
+        "hint: to load it, add 'tool-service' to SEAMKIT_PLUGINS "
+        "(or unset SEAMKIT_PLUGINS to load every plugin)"
+    )
+
+
+def test_an_unknown_command_no_plugin_matches_is_still_clicks_error() -> None:
+    out = _seamkit("nope", SEAMKIT_DISABLE_PLUGINS="serve")
+    assert out.returncode == 2
+    assert out.stderr.splitlines()[-1] == "Error: No such command 'nope'."

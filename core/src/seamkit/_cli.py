@@ -49,8 +49,9 @@ what a shell reports for a process killed by SIGPIPE (``yes | head``)."""
 class _Group(click.Group):
     """A click group that turns seamkit errors into one line plus a hint,
     loads the app commands when they are asked for, lists the commands
-    plugins added apart in its help, and ends quietly when standard output is
-    closed."""
+    plugins added apart in its help, says which variable keeps out the plugin
+    an unknown command presumably belongs to, and ends quietly when standard
+    output is closed."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -105,6 +106,30 @@ class _Group(click.Group):
             importlib.import_module(f".{module}", __package__), attribute
         )
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """Click's, except that an unknown command named like an installed
+        plugin that ``SEAMKIT_PLUGINS`` / ``SEAMKIT_DISABLE_PLUGINS`` keeps
+        out (``seamkit serve`` with ``serve`` disabled) is one line naming the
+        plugin and the variable, plus a hint; exit status 2, as click's."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError:
+            name = args[0] if args else ""
+            if not name or name.startswith("-") or self.get_command(ctx, name) is not None:
+                raise
+            off = next((p for p in get_registry().skipped.values() if p.owns(name)), None)
+            if off is None:
+                raise
+            click.echo(
+                f"error: no such command '{name}'; plugin '{off.name}' ({off.label}) is "
+                f"installed but {off.reason}",
+                err=True,
+            )
+            click.echo(f"hint: to load it, {off.how_to_enable}", err=True)
+            ctx.exit(2)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -204,13 +229,19 @@ def cli(ctx: click.Context, debug: bool, debug_all: bool) -> None:
 def plugins_command(ctx: click.Context, as_json: bool, with_skipped: bool, check: bool) -> None:
     """List the plugins found, their kinds, hookimpls and load errors."""
     registry = get_registry()
+    debug = bool(ctx.obj and ctx.obj.get("debug"))
     if as_json:
         listed = [p.as_dict() for p in registry.plugins.values()]
         if with_skipped:
             listed += [p.as_dict() for p in registry.skipped.values()]
+        # Tracebacks only with --debug, as in the table: what a plugin raised
+        # while it loaded (chained exceptions too) may quote its credentials.
+        if not debug:
+            for entry in listed:
+                entry["traceback"] = None
         click.echo(json.dumps(listed, indent=2))
     else:
-        _print_plugins(registry, debug=bool(ctx.obj and ctx.obj.get("debug")))
+        _print_plugins(registry, debug=debug)
     if check and registry.failed_plugins():
         ctx.exit(1)
 
@@ -253,6 +284,7 @@ def _print_plugins(registry: Registry, *, debug: bool) -> None:
 
 
 def _indented(text: str, prefix: str) -> str:
+    """``text`` with ``prefix`` before each line, for a traceback under its load error."""
     return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 

@@ -11,7 +11,9 @@ kept beside it, for ``seamkit --debug plugins``.
 ``SEAMKIT_PLUGINS`` and ``SEAMKIT_DISABLE_PLUGINS`` choose which entry points
 load; the ones they keep out are not imported, and are remembered (with the
 variable) so that messages can say how to load them. A name in either
-variable that no installed plugin has is warned about once per load.
+variable that no installed plugin has is warned about once per load, when
+the installed plugins are discovered (not when the entry points are given:
+the testing kit gives none, and the variables are about what is installed).
 """
 
 from __future__ import annotations
@@ -28,7 +30,14 @@ from typing import Any
 from . import _function_kind
 from ._errors import PluginError
 from ._events import OBSERVER, PROJECT, HookEvent, hookimpls_of
-from ._registry import DISABLE_VARIABLE, PLUGINS_VARIABLE, PluginInfo, Registry, SkippedPlugin
+from ._registry import (
+    DISABLE_VARIABLE,
+    PLUGINS_VARIABLE,
+    PluginInfo,
+    Registry,
+    SkippedPlugin,
+    normalized_name,
+)
 
 __all__ = [
     "API_VERSION",
@@ -78,6 +87,10 @@ def load_plugins(
     ``SEAMKIT_DISABLE_PLUGINS=x`` skips ``x``. The kernel's built-ins always
     load. The skipped entry points are not imported; they are recorded in
     ``registry.skipped`` with the variable that skipped them.
+
+    A name in either variable that no installed plugin has is warned about
+    only when ``entry_points`` is ``None`` (the installed ones are discovered):
+    given entry points are not what the variables describe.
     """
     registry = Registry()
     add_plugin(
@@ -95,7 +108,8 @@ def load_plugins(
     disabled = _names(os.environ.get(DISABLE_VARIABLE)) or set()
     eps = metadata.entry_points(group=PROJECT) if entry_points is None else entry_points
     ordered = sorted(eps, key=lambda e: e.name)
-    _warn_unknown_names(only, disabled, sorted({ep.name for ep in ordered}))
+    if entry_points is None:
+        _warn_unknown_names(only, disabled, ordered)
     for ep in ordered:
         dist = getattr(ep, "dist", None)
         distribution = dist.name if dist is not None else None
@@ -128,18 +142,24 @@ def _skipped_by(name: str, only: set[str] | None, disabled: set[str]) -> tuple[s
     return tuple(variables)
 
 
-def _warn_unknown_names(only: set[str] | None, disabled: set[str], installed: list[str]) -> None:
+def _warn_unknown_names(
+    only: set[str] | None, disabled: set[str], eps: list[metadata.EntryPoint]
+) -> None:
     """Warn (once per variable) about names in ``SEAMKIT_PLUGINS`` or
     ``SEAMKIT_DISABLE_PLUGINS`` that no installed plugin has, listing the
-    installed plugins, with a did-you-mean for a close one."""
+    installed plugins: a distribution's name is answered with its plugins'
+    names, and a close name with a did-you-mean."""
+    installed = sorted({ep.name for ep in eps})
+    by_distribution: dict[str, set[str]] = {}
+    for ep in eps:
+        dist = getattr(ep, "dist", None)
+        if dist is not None and dist.name:
+            by_distribution.setdefault(normalized_name(dist.name), set()).add(ep.name)
     listing = "installed plugins: " + (", ".join(installed) if installed else "none")
     for variable, named in ((PLUGINS_VARIABLE, only or set()), (DISABLE_VARIABLE, disabled)):
         unknown = sorted(named - {*installed, _BUILTIN})
         if unknown:
-            described = []
-            for name in unknown:
-                close = difflib.get_close_matches(name, installed, n=1)
-                described.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+            described = [_described(name, installed, by_distribution) for name in unknown]
             plural = "s" if len(unknown) > 1 else ""
             log.warning(
                 "%s names unknown plugin%s %s; %s",
@@ -154,6 +174,45 @@ def _warn_unknown_names(only: set[str] | None, disabled: set[str], installed: li
             DISABLE_VARIABLE,
             _BUILTIN,
         )
+
+
+def _described(name: str, installed: list[str], by_distribution: dict[str, set[str]]) -> str:
+    """An unknown name in a variable, quoted, with what it presumably meant:
+    ``'seamkit-refresh-ttl' (a distribution; its plugin is named 'ttl')`` or
+    ``'tll' (did you mean 'ttl'?)``."""
+    plugins = sorted(by_distribution.get(normalized_name(name), ()))
+    if len(plugins) == 1:
+        return f"'{name}' (a distribution; its plugin is named '{plugins[0]}')"
+    if plugins:
+        named = ", ".join(f"'{p}'" for p in plugins)
+        return f"'{name}' (a distribution; its plugins are named {named})"
+    close = _close_name(name, installed)
+    return f"'{name}'" + (f" (did you mean '{close}'?)" if close else "")
+
+
+def _close_name(name: str, installed: list[str]) -> str | None:
+    """The installed plugin ``name`` presumably meant: one close by difflib's
+    measure (cutoff 0.75, so that ``nope`` suggests nothing) or, for a name of
+    three letters or more, one typo away (``tll`` for ``ttl``)."""
+    close = difflib.get_close_matches(name, installed, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    if len(name) >= 3:
+        return next((p for p in installed if _one_typo(name, p)), None)
+    return None
+
+
+def _one_typo(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` differ by one letter changed, added or removed,
+    or by two neighbouring letters swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) != len(b):
+        short, long = (a, b) if len(a) < len(b) else (b, a)
+        return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+    diff = [i for i in range(len(a)) if a[i] != b[i]]
+    i, j = diff[0], diff[-1]
+    return len(diff) == 1 or (len(diff) == 2 and j == i + 1 and a[i] + a[j] == b[j] + b[i])
 
 
 def add_plugin(registry: Registry, obj: Any, info: PluginInfo) -> PluginInfo:

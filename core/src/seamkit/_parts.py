@@ -307,6 +307,31 @@ async def current_tools(
     return problems if problems else (tuple(refreshed), tool_map)
 
 
+def _unknown_scheme(scheme: str, registry: Registry) -> SessionError:
+    """The error for a store URL of a scheme no loaded plugin registered:
+    the installed plugin it presumably belongs to when that one is not loaded
+    (``SEAMKIT_DISABLE_PLUGINS=postgresql``), else the installed schemes."""
+    location = f"{scheme}://..."
+    off = next((p for p in registry.skipped.values() if p.owns(scheme)), None)
+    if off is not None:
+        return SessionError(
+            f"no session store is loaded for URLs of scheme {scheme!r}; plugin "
+            f"'{off.name}' ({off.label}) is installed but {off.reason}",
+            location=location,
+            hint=f"to load it, {off.how_to_enable}",
+        )
+    known = ", ".join(["sqlite", *sorted(registry.stores)])
+    hint = (
+        f"installed schemes: {known}; a plugin adds one (e.g. seamkit-sessions-postgres "
+        "for postgresql://)"
+    )
+    if registry.skipped:
+        hint += f"; {registry.not_loaded()}"
+    return SessionError(
+        f"no session store is installed for URLs of scheme {scheme!r}", location=location, hint=hint
+    )
+
+
 def open_store(
     spec: str | os.PathLike[str] | SessionStore | None,
     *,
@@ -330,13 +355,7 @@ def open_store(
     else:
         info = registry.stores.get(scheme)
         if info is None:
-            known = ", ".join(["sqlite", *sorted(registry.stores)])
-            raise SessionError(
-                f"no session store is installed for URLs of scheme {scheme!r}",
-                location=f"{scheme}://...",
-                hint=f"installed schemes: {known}; a plugin adds one (e.g. "
-                f"seamkit-sessions-postgres for postgresql://)",
-            )
+            raise _unknown_scheme(scheme, registry)
         store = info.factory(text)
         if not isinstance(store, SessionStore):
             raise SessionError(

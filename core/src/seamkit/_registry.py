@@ -187,12 +187,18 @@ class PluginInfo:
     error: str | None = None
     traceback: str | None = None
     """The formatted traceback of what the plugin raised while it loaded (the
-    one-line ``error`` is what to show; ``seamkit --debug plugins`` shows this)."""
+    one-line ``error`` is what to show; ``seamkit --debug plugins`` shows this,
+    and only with ``--debug`` does ``seamkit plugins --json`` include it)."""
 
     @property
     def loaded(self) -> bool:
         """True when the plugin loaded and registered without error."""
         return self.error is None
+
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` (an unknown kind, store scheme or command) is
+        presumably this plugin's; see `_plugin_owns`."""
+        return _plugin_owns(self.name, self.distribution, name)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view, as ``seamkit plugins --json`` prints it."""
@@ -260,6 +266,11 @@ class SkippedPlugin:
             )
         return ", and ".join(steps)
 
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` (an unknown kind, store scheme or command) is
+        presumably this plugin's; see `_plugin_owns`."""
+        return _plugin_owns(self.name, self.distribution, name)
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view with the keys of `PluginInfo.as_dict`, as
         ``seamkit plugins --json --all`` prints it; ``disabled_by`` lists the variables."""
@@ -275,6 +286,24 @@ class SkippedPlugin:
             "traceback": None,
             "disabled_by": list(self.variables),
         }
+
+
+def normalized_name(text: str) -> str:
+    """``text`` with case, ``-``, ``_`` and ``.`` alike, as plugin and
+    distribution names are compared."""
+    return text.lower().replace("-", "_").replace(".", "_")
+
+
+def _plugin_owns(plugin: str, distribution: str | None, name: str) -> bool:
+    """Whether ``name`` (an unknown kind, store scheme or command) is
+    presumably the plugin's: it is the plugin's entry-point name, or its
+    distribution's name with or without ``seamkit-`` (case, ``-``, ``_`` and
+    ``.`` alike)."""
+    names = {normalized_name(plugin)}
+    if distribution:
+        dist = normalized_name(distribution)
+        names |= {dist, dist.removeprefix("seamkit_")}
+    return normalized_name(name) in names
 
 
 def _literal_kind(model: type[KindConfig]) -> str:
@@ -334,6 +363,19 @@ class Registry:
     def model_provider(self, prefix: str) -> ModelProviderInfo | None:
         """The provider registered for ``prefix``, or ``None``."""
         return self.models.get(prefix)
+
+    def not_loaded(self) -> str:
+        """The skipped plugins for a hint, grouped by why: ``installed plugins
+        not loaded: otel (disabled by SEAMKIT_DISABLE_PLUGINS); mcp, openai
+        (not named in SEAMKIT_PLUGINS)`` (empty when every plugin loaded)."""
+        by_reason: dict[str, list[str]] = {}
+        for plugin in self.skipped.values():
+            by_reason.setdefault(plugin.reason, []).append(plugin.name)
+        if not by_reason:
+            return ""
+        return "installed plugins not loaded: " + "; ".join(
+            f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()
+        )
 
     # --- registration ----------------------------------------------------
 

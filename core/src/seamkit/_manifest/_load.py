@@ -160,6 +160,11 @@ def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) 
         suggestion = f"did you mean '{close[0]}'? " if close else ""
         if allowed:
             suggestion += "allowed fields: " + ", ".join(allowed)
+        if len(loc) == 1 and registry.skipped:  # a top-level key: a skipped plugin's section?
+            suggestion += ("; " if suggestion else "") + (
+                f"{registry.not_loaded()}: a plugin's section is unknown while the plugin "
+                "is not loaded"
+            )
         return Problem(loc, f"unknown field '{shown(field)}'", hint=suggestion or None)
     message = err["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
@@ -209,7 +214,7 @@ def _unknown_kind(
         )
     message = f"unknown {label} '{tag}'"
     failed = registry.failed_plugins()
-    owner = next((p for p in failed if _owns(p.name, p.distribution, str(tag))), None)
+    owner = next((p for p in failed if p.owns(str(tag))), None)
     if owner is not None:
         message += (
             f"; it belongs to plugin '{owner.name}' ({owner.distribution or '?'} "
@@ -222,7 +227,7 @@ def _unknown_kind(
             hint="fix or reinstall that plugin; `seamkit plugins` shows every load error",
         )
     skipped = list(registry.skipped.values())
-    off = next((p for p in skipped if _owns(p.name, p.distribution, str(tag))), None)
+    off = next((p for p in skipped if p.owns(str(tag))), None)
     if off is not None:
         return Problem(
             loc,
@@ -233,31 +238,11 @@ def _unknown_kind(
         names = ", ".join(f"'{p.name}' ({p.error})" for p in failed)
         listing += f"; plugins that failed to load: {names}"
     if skipped:
-        by_reason: dict[str, list[str]] = {}
-        for plugin in skipped:
-            by_reason.setdefault(plugin.reason, []).append(plugin.name)
-        listing += "; installed plugins not loaded: " + "; ".join(
-            f"{', '.join(names)} ({reason})" for reason, names in by_reason.items()
-        )
+        listing += f"; {registry.not_loaded()}"
     close = difflib.get_close_matches(str(tag), installed, n=1)
     if close:
         listing = f"did you mean '{close[0]}'? " + listing
     return Problem(loc, message, hint=f"{listing}; {_EVERY_PLUGIN}")
-
-
-def _norm(text: str) -> str:
-    return text.lower().replace("-", "_").replace(".", "_")
-
-
-def _owns(plugin: str, distribution: str | None, tag: str) -> bool:
-    """Whether ``tag`` (an unknown kind) is presumably the plugin's: it is the
-    plugin's entry-point name, or its distribution's name with or without
-    ``seamkit-`` (case, ``-``, ``_`` and ``.`` alike)."""
-    names = {_norm(plugin)}
-    if distribution:
-        dist = _norm(distribution)
-        names |= {dist, dist.removeprefix("seamkit_")}
-    return _norm(tag) in names
 
 
 def _allowed_fields(

@@ -42,6 +42,7 @@ def instant(moment: datetime) -> timedelta:
 
 
 def _offset(moment: datetime, zone: tzinfo) -> timedelta | None:
+    """``zone``'s UTC offset at the instant ``moment``, to find where it changes."""
     return moment.astimezone(zone).utcoffset()
 
 

@@ -105,6 +105,7 @@ def check_refresh_condition(
 
 
 def _as_list(configs: Sequence[ConfigLike]) -> list[ConfigLike]:
+    """The ``configs`` given as a non-empty list, refusing one config passed alone."""
     if isinstance(configs, str | bytes | Mapping | RefreshCondition):
         raise TypeError("configs takes a list of configs (or a strategy), not one config")
     given_configs = list(configs)

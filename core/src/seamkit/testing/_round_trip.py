@@ -34,6 +34,7 @@ class RefreshHolderConfig(HookConfig):
 
 
 def _never_built(config: object, build: object) -> object:
+    """The holder hook kind's factory, which the check never calls (it only validates)."""
     raise AssertionError("the check's holder hook is only validated, never built")
 
 
@@ -135,6 +136,7 @@ class ManifestProbe:
         self._same(config, parsed, "a manifest")
 
     def _same(self, config: RefreshCondition, back: RefreshCondition, through: str) -> None:
+        """Fail naming each field that changed when ``config`` came back through ``through``."""
         before, after = self.fields(config), self.fields(back)
         changed = [
             f"{name}: {before[name]!r} -> {after[name]!r}"

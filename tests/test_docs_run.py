@@ -24,6 +24,11 @@ DOCUMENTS = [
     "README.md",
     "docs/guide.md",
     "docs/plugin-tutorial.md",
+    *sorted(
+        str(path.relative_to(ROOT))
+        for pattern in ("plugins/*/README.md", "contrib/*/README.md", "docs/examples/*/README.md")
+        for path in ROOT.glob(pattern)
+    ),
 ]
 
 

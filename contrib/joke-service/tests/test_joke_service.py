@@ -3,29 +3,30 @@ for a tool's ``style`` and the model's ``topic``, its replies on the wire,
 and the README's two commands end to end (``seamkit tool-service serve`` in
 a subprocess, ``seamkit run`` on the example apps), over HTTP and NATS.
 
-Run from the repository root: ``python -m pytest contrib/joke-service/tests``.
+Run ``pytest`` in this package's folder (with ``pip install -e ".[test]"``),
+or ``python -m pytest contrib/joke-service/tests`` from the repository root.
+The servers they start are in `joke_service_helpers`; nothing here comes from
+the repository's own test suite.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from joke_service import JOKES, JokeService, pick_joke
+from joke_service_helpers import (
+    HERE,
+    NatsServer,
+    ServiceProcess,
+    clean_env,
+    free_port,
+    seamkit_command,
+)
 from seamkit_tool_service import decode_reply, encode_request
 
-from tests.conftest import free_port
-from tests.plugins.tool_services import ROOT, SEAMKIT, ServiceProcess
-
-if TYPE_CHECKING:
-    from tests.plugins.nats_server import NatsServer
-
-pytest_plugins = ["tests.plugins.nats_server"]
-
-HERE = Path(__file__).resolve().parents[1]
 FOOD_PUN = JOKES["pun"]["food"]
 
 
@@ -94,13 +95,12 @@ def test_it_describes_the_references_tool() -> None:
 
 
 def run_app(app: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``seamkit run contrib/joke-service/APP "Tell me a joke about food"
-    --context user=alice`` from the repository root."""
-    command = [str(SEAMKIT), "run", str(HERE.relative_to(ROOT) / app)]
-    command += ["Tell me a joke about food", "--context", "user=alice"]
-    base = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+    """``seamkit run APP "Tell me a joke about food" --context user=alice``
+    in this package's folder (where the example apps are)."""
+    command = [seamkit_command(), "run", app, "Tell me a joke about food"]
+    command += ["--context", "user=alice"]
     return subprocess.run(
-        command, cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
+        command, cwd=HERE, env={**clean_env(), **env}, capture_output=True, text=True, timeout=60
     )
 
 

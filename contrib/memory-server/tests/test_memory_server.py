@@ -3,7 +3,9 @@ identical last memory, the limit), how a call finds its user, and the
 installed ``seamkit-memory-server`` command end to end with the MCP SDK's own
 client, over stdio and over streamable HTTP.
 
-Run from the repository root: ``python -m pytest contrib/memory-server/tests``.
+Run ``pytest`` in this package's folder (with ``pip install -e ".[test]"``),
+or ``python -m pytest contrib/memory-server/tests`` from the repository root.
+Nothing here comes from the repository's own test suite.
 """
 
 from __future__ import annotations
@@ -148,7 +150,9 @@ def stdio_params(tmp_path: Path, *args: str, env: dict[str, str] | None = None) 
 
 
 def test_the_command_is_installed_next_to_the_interpreter() -> None:
-    assert SERVER.is_file(), "run `python3 -m uv sync` to install seamkit-memory-server"
+    assert SERVER.is_file(), (
+        'install this package: `pip install -e ".[test]"` (`python3 -m uv sync` in seamkit)'
+    )
 
 
 def test_over_stdio_the_tools_save_and_return_memories(tmp_path: Path) -> None:

@@ -20,10 +20,11 @@ from tests.docs_run import Command, DocsRunError, WriteFile, matches, normalise,
 ROOT = docs_run.ROOT
 
 # The documents whose commands are run, each in its own fresh directory.
+MAIN_DOCUMENTS = ("README.md", "docs/guide.md", "docs/plugin-tutorial.md")
+"""The documents the issue names: most of what they show must run."""
+
 DOCUMENTS = [
-    "README.md",
-    "docs/guide.md",
-    "docs/plugin-tutorial.md",
+    *MAIN_DOCUMENTS,
     *sorted(
         str(path.relative_to(ROOT))
         for pattern in ("plugins/*/README.md", "contrib/*/README.md", "docs/examples/*/README.md")
@@ -45,7 +46,8 @@ def test_every_command_not_run_says_why(document: str) -> None:
     print("\n".join(docs_run.not_run_report(doc)))
     for command in doc.not_run:
         assert command.not_run and command.not_run.strip(), command
-    assert len(doc.not_run) < len(doc.commands), "nothing of the document runs"
+    if document in MAIN_DOCUMENTS:  # a short README may show only what cannot run here
+        assert len(doc.not_run) < len(doc.commands), "nothing of the document runs"
 
 
 # --- the parser --------------------------------------------------------------------------

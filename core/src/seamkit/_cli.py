@@ -18,6 +18,7 @@ import logging
 import os
 import select
 import sys
+import textwrap
 from traceback import format_exception
 from typing import Any, NoReturn
 
@@ -272,7 +273,7 @@ def _print_plugins(registry: Registry, *, debug: bool) -> None:
                 f"  {r['name']} ({r['distribution'] or '?'} {r['version'] or ''}): {r['error']}"
             )
             if debug and r["traceback"]:
-                click.echo(_indented(r["traceback"], "    "))
+                click.echo(textwrap.indent(r["traceback"].rstrip("\n"), "    "))
         traced = sum(1 for r in failed if r["traceback"])
         if traced and not debug:
             noun = "traceback" if traced == 1 else "tracebacks"
@@ -282,10 +283,6 @@ def _print_plugins(registry: Registry, *, debug: bool) -> None:
         for skipped in registry.skipped.values():
             click.echo(f"  {skipped.name} ({skipped.label}): {skipped.reason}")
 
-
-def _indented(text: str, prefix: str) -> str:
-    """``text`` with ``prefix`` before each line, for a traceback under its load error."""
-    return "\n".join(prefix + line for line in text.rstrip("\n").splitlines())
 
 
 def _add_plugin_commands(group: click.Group) -> dict[str, str]:

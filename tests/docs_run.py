@@ -609,20 +609,15 @@ def environment(home: Path) -> dict[str, str]:
     outer = Path.home() / ".cache"
     env.setdefault("UV_CACHE_DIR", str(outer / "uv"))
     env.setdefault("PIP_CACHE_DIR", str(outer / "pip"))
-    if Path("/etc/pip.conf").exists() or (Path.home() / ".config/pip/pip.conf").exists():
-        env.setdefault("PIP_CONFIG_FILE", _pip_config())
+    user_pip = Path.home() / ".config" / "pip" / "pip.conf"  # HOME moves: pip would miss it
+    if user_pip.exists():  # (pip reads the global /etc/pip.conf wherever HOME is)
+        env.setdefault("PIP_CONFIG_FILE", str(user_pip))
     return env
 
 
 _NETWORK = frozenset(
     {"SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "NIX_SSL_CERT_FILE"}
 )
-
-
-def _pip_config() -> str:
-    """The user's pip configuration file (HOME moves, so pip would not find it)."""
-    user = Path.home() / ".config" / "pip" / "pip.conf"
-    return str(user if user.exists() else Path("/etc/pip.conf"))
 
 
 def script(doc: Document, token: str, work: Path) -> tuple[str, list[Command]]:

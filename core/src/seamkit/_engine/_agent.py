@@ -16,24 +16,24 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ._config import ModelConfig
-from ._context import ActionContext, HookContext, system_clock
+from .._config import ModelConfig
+from .._context import ActionContext, HookContext, system_clock
+from .._errors import SessionNotSaved
+from .._events import HookEvent
+from .._loader import get_registry
+from .._manifest import AppConfig, Settings
+from .._patch import RequestPatch
+from .._persistence._recovery import save_or_recover
+from .._persistence._sessions import SessionStore, StoredSession
+from .._registry import BuildContext, Registry
+from .._secret import Redactor, secret_texts
+from .._tool import Tool
+from .._toolmap import ToolMap
+from .._types import Diagnostic, Message, Model, RunResult
+from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive, to_the_end
-from ._errors import SessionNotSaved
-from ._events import HookEvent
-from ._loader import get_registry
-from ._manifest import AppConfig, Settings
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
-from ._patch import RequestPatch
-from ._recovery import save_or_recover
-from ._registry import BuildContext, Registry
-from ._secret import Redactor, secret_texts
-from ._sessions import SessionStore, StoredSession
-from ._tool import Tool
-from ._toolmap import ToolMap
-from ._types import Diagnostic, Message, Model, RunResult
-from .stream import STREAMED, Event, ObservedEvent
 
 __all__ = ["Agent", "Continuation", "Input"]
 

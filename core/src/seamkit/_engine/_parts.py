@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config import ModelConfig, split_model_spec
+from .._config import ModelConfig, split_model_spec
+from .._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
+from .._manifest import AppConfig, locate_problems
+from .._persistence._sessions import SessionStore, SQLiteSessionStore
+from .._registry import BuildContext, Registry, ToolResolver
+from .._secret import redact, secret_texts
+from .._tool import Tool
+from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
+from .._types import Model
 from ._dispatch import ConfiguredHook
-from ._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
-from ._manifest import AppConfig, locate_problems
-from ._registry import BuildContext, Registry, ToolResolver
-from ._secret import redact, secret_texts
-from ._sessions import SessionStore, SQLiteSessionStore
-from ._tool import Tool
-from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
-from ._types import Model
 
 __all__ = [
     "Parts",

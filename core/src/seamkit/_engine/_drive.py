@@ -35,17 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from . import flow as F
-from ._batch import Settled, run_batch
-from ._context import HookContext
-from ._dispatch import NOTHING, Dispatched, Dispatcher
-from ._errors import HookError, ModelError, SeamkitError
-from ._events import HookEvent
-from ._flowcheck import message_problem
-from ._manifest import Settings
-from ._patch import RequestPatch
-from ._toolmap import ToolMap
-from ._types import (
+from .. import flow as F
+from .._context import HookContext
+from .._errors import HookError, ModelError, SeamkitError
+from .._events import HookEvent
+from .._flowcheck import message_problem
+from .._manifest import Settings
+from .._patch import RequestPatch
+from .._toolmap import ToolMap
+from .._types import (
     Cancelled,
     Completed,
     Diagnostic,
@@ -63,7 +61,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
-from .stream import (
+from ..stream import (
     HookFired,
     ModelCallEnded,
     ModelCallStarted,
@@ -75,6 +73,8 @@ from .stream import (
     ToolCompleted,
     TurnFinished,
 )
+from ._batch import Settled, run_batch
+from ._dispatch import NOTHING, Dispatched, Dispatcher
 
 __all__ = ["Emit", "RunPlan", "RunState", "drive", "to_the_end"]
 

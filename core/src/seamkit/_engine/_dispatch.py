@@ -20,17 +20,17 @@ from typing import Any, cast
 
 import pluggy
 
-from . import flow as F
-from ._config import HookConfig, OnError
-from ._context import HookContext
-from ._errors import HookError, PluginError
-from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
-from ._flowcheck import payload_problem
-from ._patch import LAST_WRITER_WINS, RequestPatch
-from ._secret import Redactor, secret_texts
-from ._types import Diagnostic
-from .flow import Dispatched
-from .stream import ObservedEvent
+from .. import flow as F
+from .._config import HookConfig, OnError
+from .._context import HookContext
+from .._errors import HookError, PluginError
+from .._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
+from .._flowcheck import payload_problem
+from .._patch import LAST_WRITER_WINS, RequestPatch
+from .._secret import Redactor, secret_texts
+from .._types import Diagnostic
+from ..flow import Dispatched
+from ..stream import ObservedEvent
 
 __all__ = [
     "NOTHING",

@@ -86,11 +86,21 @@ def _kernel() -> tuple[types.ModuleType, types.ModuleType, types.ModuleType, typ
 
 def _namespace() -> dict[str, Any]:
     """Every name the kernel's annotations use (some are imported only for type checking)."""
+    import collections.abc
+
     import seamkit
+    import seamkit.plugins as plugins
     import seamkit.stream as stream
 
     public = {name: getattr(seamkit, name) for name in seamkit.__all__}
-    return {**public, **{name: getattr(stream, name) for name in stream.__all__}}
+    registration = {name: getattr(plugins, name) for name in plugins.__all__}
+    return {
+        **public,
+        **registration,
+        **{name: getattr(stream, name) for name in stream.__all__},
+        "F": seamkit.flow,
+        "Awaitable": collections.abc.Awaitable,
+    }
 
 
 def flow_types() -> tuple[type, ...]:
@@ -330,14 +340,23 @@ def observer_example() -> str:
 # --- the page -----------------------------------------------------------------
 
 
-def _arguments(fn: Callable[..., Any]) -> list[str]:
-    """The arguments table of a hookspec, then a fields table per model type."""
+def alias_name(event: str) -> str:
+    """The name of an event's `seamkit.flow` alias (``PreToolUseFlow``)."""
+    _, events, flow, _ = _kernel()
+    accepts = events.EVENTS[events.HookEvent(event)].accepts
+    (name,) = (n for n in flow.__all__ if n.endswith("Flow") and getattr(flow, n) is accepts)
+    return str(name)
+
+
+def _arguments(spec: Any, fn: Callable[..., Any]) -> list[str]:
+    """The arguments table of an event (names and types from the events
+    table; the hookspec's hints for the fields of model types), then a fields
+    table per model type."""
     hints = _hints(fn)
     hints.pop("return", None)
     lines = ["| argument | type |", "| --- | --- |"]
     models: list[type] = []
-    for name, param in inspect.signature(fn).parameters.items():
-        written = param.annotation if isinstance(param.annotation, str) else type_text(hints[name])
+    for name, written in spec.params.items():
         if name == "ctx":
             shown = f"[`{written}`]({HOOK_CONTEXT_ANCHOR})"
         else:
@@ -356,9 +375,14 @@ def _event_section(event: Any) -> list[str]:
     fn = getattr(hookspecs, event.value)
     names = {cls.__name__ for cls in flow_types()}
     lines = [f"### `{event.value}`", "", _what_and_when(fn.__doc__, names), ""]
-    lines += _arguments(fn)
+    lines += _arguments(spec, fn)
     mode = spec.composition
+    alias = alias_name(event.value)
     lines += [
+        f"Returns `seamkit.flow.{alias}` (an `async def` hookimpl: an awaitable of it): "
+        f"annotate the hookimpl with it and `mypy --strict` reports a flow the event does "
+        f"not accept.",
+        "",
         f"Composition: **{mode.value}** (`Composition.{mode.name}`). {composition_text(mode)}",
         "",
         "| flow it accepts | meaning |",

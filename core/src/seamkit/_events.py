@@ -1,12 +1,13 @@
-"""The eight seams: their names, arguments, accepted flows and composition
-mode; and the pluggy markers of the ``seamkit`` project."""
+"""The seams, declared once: their names, arguments and argument types,
+accepted flows and composition mode (`EVENTS`); and the pluggy markers of the
+``seamkit`` project."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, get_args
 
 import pluggy
 from pluggy import HookimplOpts
@@ -20,6 +21,7 @@ __all__ = [
     "Composition",
     "EventSpec",
     "HookEvent",
+    "accepted",
     "hookimpl",
     "hookimpls_of",
     "hookspec",
@@ -82,15 +84,44 @@ class Composition(enum.StrEnum):
     """Every hook runs; failures are logged; the outcome never changes."""
 
 
+def accepted(alias: object) -> tuple[type, ...]:
+    """The flow types of a `seamkit.flow` alias, without ``None``."""
+    return tuple(t for t in get_args(alias) if t is not type(None))
+
+
 @dataclass(frozen=True, slots=True)
 class EventSpec:
-    """What the kernel knows about one event."""
+    """What the kernel knows about one event: the one place it is declared.
+
+    ``params`` maps each argument name to its type as the hookspec spells it
+    (``ctx`` first); ``accepts`` is the event's `seamkit.flow` alias, from
+    which ``flows`` comes; ``rewrites`` names, for each chained flow that
+    replaces an argument, the argument the next hook sees replaced (the flow's
+    ``applied_to`` says how). The hookspec, `HookStack`'s method and the test
+    kit's `Recorder` of each event are checked against this by one test
+    (tests/core/test_events.py), and the guide's event reference is generated
+    from it.
+    """
 
     event: HookEvent
-    args: tuple[str, ...]
-    flows: tuple[type, ...]
+    params: Mapping[str, str]
+    accepts: object
     composition: Composition
     tool_event: bool = False
+    rewrites: Mapping[type, str] = field(default_factory=dict)
+    args: tuple[str, ...] = field(init=False)
+    """The argument names, in order (``ctx`` first)."""
+    flows: tuple[type, ...] = field(init=False)
+    """The flow types the event accepts (``accepts`` without ``None``)."""
+    threads: Mapping[type, int] = field(init=False)
+    """For each rewriting flow, the index in ``args`` of what it replaces."""
+
+    def __post_init__(self) -> None:
+        args = tuple(self.params)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "flows", accepted(self.accepts))
+        threads = {flow: args.index(arg) for flow, arg in self.rewrites.items()}
+        object.__setattr__(self, "threads", threads)
 
 
 EVENTS: dict[HookEvent, EventSpec] = {
@@ -98,54 +129,63 @@ EVENTS: dict[HookEvent, EventSpec] = {
     for spec in (
         EventSpec(
             HookEvent.ON_REQUEST_START,
-            ("ctx", "messages"),
-            (F.Continue, F.RewriteMessages, F.Terminate),
+            {"ctx": "HookContext", "messages": "tuple[Message, ...]"},
+            F.RequestStartFlow,
             Composition.CHAIN,
+            rewrites={F.RewriteMessages: "messages"},
         ),
         EventSpec(
             HookEvent.ON_PRE_LLM,
-            ("ctx", "request"),
-            (F.Continue, F.PatchRequest, F.Terminate),
+            {"ctx": "HookContext", "request": "ModelRequest"},
+            F.PreLlmFlow,
             Composition.ACCUMULATE,
         ),
         EventSpec(
             HookEvent.ON_MODEL_TURN_FINISHED,
-            ("ctx", "turn"),
-            (F.Continue, F.Terminate),
+            {"ctx": "HookContext", "turn": "ModelTurn"},
+            F.ModelTurnFinishedFlow,
             Composition.FIRST,
         ),
         EventSpec(
             HookEvent.ON_PRE_TOOL_USE,
-            ("ctx", "call"),
-            (F.Continue, F.RewriteArgs, F.Skip, F.Terminate),
+            {"ctx": "HookContext", "call": "ToolCall"},
+            F.PreToolUseFlow,
             Composition.CHAIN,
             tool_event=True,
+            rewrites={F.RewriteArgs: "call"},
         ),
         EventSpec(
             HookEvent.ON_POST_TOOL_USE,
-            ("ctx", "call", "result"),
-            (F.Continue, F.RewriteResult, F.Terminate),
+            {"ctx": "HookContext", "call": "ToolCall", "result": "ToolResult"},
+            F.PostToolUseFlow,
             Composition.CHAIN,
             tool_event=True,
+            rewrites={F.RewriteResult: "result"},
         ),
         EventSpec(
             HookEvent.ON_INVALID_TOOL_CALL,
-            ("ctx", "call", "error", "available_tools"),
-            (F.Continue, F.Retry, F.Repair, F.Skip, F.Terminate, F.Fail),
+            {
+                "ctx": "HookContext",
+                "call": "ToolCall",
+                "error": "str",
+                "available_tools": "tuple[str, ...]",
+            },
+            F.InvalidToolCallFlow,
             Composition.FIRST,
             tool_event=True,
         ),
         EventSpec(
             HookEvent.ON_ITERATION_END,
-            ("ctx", "messages"),
-            (F.Continue, F.Terminate),
+            {"ctx": "HookContext", "messages": "tuple[Message, ...]"},
+            F.IterationEndFlow,
             Composition.FIRST,
         ),
         EventSpec(
             HookEvent.ON_COMPLETION,
-            ("ctx", "result"),
-            (F.Continue,),
+            {"ctx": "HookContext", "result": "RunResult"},
+            F.CompletionFlow,
             Composition.ALL,
         ),
     )
 }
+"""Every seam, in the order a run reaches them: the single table of events."""

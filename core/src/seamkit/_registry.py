@@ -14,12 +14,22 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    overload,
+)
 
 import pluggy
 from pydantic import BaseModel
 
-from . import hookspecs
 from ._config import HookConfig, KindConfig, ModelConfig, RefreshCondition, Settings, ToolConfig
 from ._errors import PluginError
 from ._events import PROJECT, HookEvent
@@ -38,9 +48,16 @@ __all__ = [
     "ModelFactory",
     "ModelProviderInfo",
     "PluginInfo",
+    "RegisterHookKind",
+    "RegisterModel",
+    "RegisterRefreshCondition",
+    "RegisterSection",
+    "RegisterStore",
+    "RegisterToolKind",
     "Registrar",
     "Registry",
     "SectionInfo",
+    "SectionTools",
     "SkippedPlugin",
     "StoreFactory",
     "StoreSchemeInfo",
@@ -88,14 +105,114 @@ class BuildContext:
         )
 
 
-HookFactory = Callable[[Any, BuildContext], object | Awaitable[object]]
-"""``factory(config, build)`` → the hook object (or an awaitable of it)."""
-ToolResolver = Callable[[Any, BuildContext], Awaitable[Sequence[Tool] | ToolSource]]
+HookConfigT = TypeVar("HookConfigT", bound=HookConfig)
+ToolConfigT = TypeVar("ToolConfigT", bound=ToolConfig)
+ModelConfigT = TypeVar("ModelConfigT", bound=ModelConfig)
+RefreshT = TypeVar("RefreshT", bound=RefreshCondition)
+SectionT = TypeVar("SectionT", bound=BaseModel)
+
+HookFactory: TypeAlias = Callable[[HookConfigT, BuildContext], object | Awaitable[object]]
+"""``factory(config, build)`` → the hook object (or an awaitable of it);
+``config`` is an instance of the config model the kind registered."""
+ToolResolver: TypeAlias = Callable[
+    [ToolConfigT, BuildContext], Awaitable[Sequence[Tool] | ToolSource]
+]
 """``await resolve(config, build)`` → the entry's tools, or a `ToolSource`."""
-ModelFactory = Callable[[Any, BuildContext], Model]
+ModelFactory: TypeAlias = Callable[[ModelConfigT, BuildContext], Model]
 """``factory(config, build)`` → the `Model`, ``config`` being the provider's config model."""
+SectionTools: TypeAlias = Callable[[SectionT, BuildContext], Awaitable[Sequence[Tool] | ToolSource]]
+"""``await tools(section, build)`` → the tools a manifest section adds."""
 StoreFactory = Callable[[str], "SessionStore"]
 """``factory(url)`` → a session store for a URL of the scheme."""
+
+
+# --- the register callbacks, as the registration hookspecs receive them --------
+#
+# Each is generic over the config model, so ``mypy --strict`` checks that a
+# factory registered with ``FooConfig`` takes a ``FooConfig``.
+
+
+class RegisterHookKind(Protocol):
+    """``register`` of ``register_hook_kinds``: one call per hook kind."""
+
+    def __call__(
+        self,
+        config_model: type[HookConfigT],
+        factory: HookFactory[HookConfigT],
+        *,
+        events: Iterable[HookEvent | str],
+        preview: bool = False,
+        preview_events: Iterable[HookEvent | str] = (),
+    ) -> None: ...
+
+
+class RegisterToolKind(Protocol):
+    """``register`` of ``register_tool_kinds``: one call per tool kind."""
+
+    def __call__(
+        self,
+        config_model: type[ToolConfigT],
+        resolve: ToolResolver[ToolConfigT],
+        *,
+        preview: bool = False,
+    ) -> None: ...
+
+
+class RegisterRefreshCondition(Protocol):
+    """``register`` of ``register_refresh_conditions``: one call per kind
+    (the config model implements ``expiry``)."""
+
+    def __call__(
+        self,
+        config_model: type[RefreshT],
+        factory: Callable[[RefreshT], object] | None = None,
+        *,
+        preview: bool = False,
+    ) -> None: ...
+
+
+class RegisterModel(Protocol):
+    """``register`` of ``register_models``: one call per provider; without
+    ``config`` the factory receives a plain `seamkit.ModelConfig`."""
+
+    @overload
+    def __call__(
+        self,
+        prefix: str,
+        factory: ModelFactory[ModelConfigT],
+        *,
+        config: type[ModelConfigT],
+        preview: bool = False,
+    ) -> None: ...
+
+    @overload
+    def __call__(
+        self,
+        prefix: str,
+        factory: ModelFactory[ModelConfig],
+        *,
+        config: None = None,
+        preview: bool = False,
+    ) -> None: ...
+
+
+class RegisterSection(Protocol):
+    """``register`` of ``register_manifest_sections``: one call per section."""
+
+    def __call__(
+        self,
+        key: str,
+        config_model: type[SectionT],
+        *,
+        tools: SectionTools[SectionT] | None = None,
+    ) -> None: ...
+
+
+class RegisterStore(Protocol):
+    """``register`` of ``register_session_stores``: one call per URL scheme."""
+
+    def __call__(self, scheme: str, factory: StoreFactory) -> None: ...
+
 
 Category = Literal["hook", "tool", "refresh", "model"]
 """What a registered kind is: a hook kind, a tool kind, a refresh condition or a model provider."""
@@ -146,7 +263,8 @@ class ModelProviderInfo:
     validated by ``config``) is built by ``factory``."""
 
     prefix: str
-    factory: ModelFactory
+    factory: ModelFactory[ModelConfig]
+    """Called only with an instance of ``config``."""
     plugin: str
     config: type[ModelConfig] = ModelConfig
     preview: bool = False
@@ -161,7 +279,7 @@ class SectionInfo:
     key: str
     model: type[BaseModel]
     plugin: str
-    tools: ToolResolver | None = None
+    tools: SectionTools[BaseModel] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +445,10 @@ class Registry:
     """
 
     def __init__(self) -> None:
+        # The hookspecs annotate the register callbacks with this module's types:
+        # imported at the top, the two modules would be a cycle.
+        from . import hookspecs  # lazy: see above
+
         self.plugin_manager = pluggy.PluginManager(PROJECT)
         self.plugin_manager.add_hookspecs(hookspecs)
         self.plugins: dict[str, PluginInfo] = {}
@@ -454,8 +576,8 @@ class Registrar:
 
     def hook_kind(
         self,
-        config_model: type[HookConfig],
-        factory: HookFactory,
+        config_model: type[HookConfigT],
+        factory: HookFactory[HookConfigT],
         *,
         events: Iterable[HookEvent | str],
         preview: bool = False,
@@ -488,8 +610,8 @@ class Registrar:
 
     def tool_kind(
         self,
-        config_model: type[ToolConfig],
-        resolve: ToolResolver,
+        config_model: type[ToolConfigT],
+        resolve: ToolResolver[ToolConfigT],
         *,
         preview: bool = False,
     ) -> None:
@@ -504,8 +626,8 @@ class Registrar:
 
     def refresh_condition(
         self,
-        config_model: type[RefreshCondition],
-        factory: Callable[..., Any] | None = None,
+        config_model: type[RefreshT],
+        factory: Callable[[RefreshT], object] | None = None,
         *,
         preview: bool = False,
     ) -> None:
@@ -524,9 +646,9 @@ class Registrar:
     def model(
         self,
         prefix: str,
-        factory: ModelFactory,
+        factory: ModelFactory[ModelConfigT],
         *,
-        config: type[ModelConfig] | None = None,
+        config: type[ModelConfigT] | None = None,
         preview: bool = False,
     ) -> None:
         """Register a model provider: ``model: "<prefix>:<name>"`` (or a mapping
@@ -545,10 +667,12 @@ class Registrar:
                 f"model {prefix!r}: config must derive from seamkit.ModelConfig, got {model!r}",
                 plugin=self.plugin,
             )
-        self.models.append(ModelProviderInfo(prefix, factory, self.plugin, model, preview))
+        # Erased to the base: the kernel calls it only with an instance of ``model``.
+        erased = cast("ModelFactory[ModelConfig]", factory)
+        self.models.append(ModelProviderInfo(prefix, erased, self.plugin, model, preview))
 
     def section(
-        self, key: str, config_model: type[BaseModel], *, tools: ToolResolver | None = None
+        self, key: str, config_model: type[SectionT], *, tools: SectionTools[SectionT] | None = None
     ) -> None:
         """Register a top-level manifest section ``key`` validated by
         ``config_model``. With ``tools``, ``await tools(section, build)``
@@ -567,7 +691,9 @@ class Registrar:
             raise PluginError(
                 f"manifest section {key!r}: tools is not callable", plugin=self.plugin
             )
-        self.sections.append(SectionInfo(key, config_model, self.plugin, tools))
+        # Erased to the base: the kernel calls it only with an instance of ``config_model``.
+        erased = cast("SectionTools[BaseModel] | None", tools)
+        self.sections.append(SectionInfo(key, config_model, self.plugin, erased))
 
     def store(self, scheme: str, factory: StoreFactory) -> None:
         """Register a session-store URL scheme: ``factory(url)`` opens the store."""

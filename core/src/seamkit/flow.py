@@ -17,15 +17,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
     from ._patch import RequestPatch
-    from ._types import Message
+    from ._types import Message, ToolCall, ToolResult
 
 __all__ = [
+    "CompletionFlow",
     "Continue",
     "Dispatched",
     "Fail",
     "Flow",
+    "InvalidToolCallFlow",
+    "IterationEndFlow",
+    "ModelTurnFinishedFlow",
     "PatchRequest",
+    "PostToolUseFlow",
+    "PreLlmFlow",
+    "PreToolUseFlow",
     "Repair",
+    "RequestStartFlow",
     "Retry",
     "RewriteArgs",
     "RewriteMessages",
@@ -60,6 +68,10 @@ class RewriteMessages:
         if isinstance(messages, Iterable) and not isinstance(messages, str | bytes | Mapping):
             object.__setattr__(self, "messages", tuple(messages))
 
+    def applied_to(self, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+        """What the next hook of the chain sees instead of ``messages``."""
+        return tuple(self.messages)
+
 
 @dataclass(frozen=True, slots=True)
 class RewriteArgs:
@@ -67,12 +79,20 @@ class RewriteArgs:
 
     arguments: dict[str, Any]
 
+    def applied_to(self, call: ToolCall) -> ToolCall:
+        """What the next hook of the chain sees instead of ``call``."""
+        return call.model_copy(update={"arguments": dict(self.arguments)})
+
 
 @dataclass(frozen=True, slots=True)
 class RewriteResult:
     """Replace the content of a tool's result (``on_post_tool_use``)."""
 
     content: str
+
+    def applied_to(self, result: ToolResult) -> ToolResult:
+        """What the next hook of the chain sees instead of ``result``."""
+        return result.model_copy(update={"content": self.content})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +145,36 @@ Flow: TypeAlias = (
 )
 """Any value a hook may return (``None`` means `Continue`); each event accepts some of them."""
 
+# --- what each seam accepts ----------------------------------------------------
+#
+# One alias per seam: the flows it accepts, plus ``None`` (Continue). Annotate
+# a hookimpl with its seam's alias (``-> PostToolUseFlow``; an ``async def``
+# returns the same) and ``mypy --strict`` reports a flow the seam does not
+# accept. The kernel's events table (``seamkit.HookEvent``) reads the accepted
+# flows from these aliases: they are written only here.
+
+RequestStartFlow: TypeAlias = Continue | RewriteMessages | Terminate | None
+"""What an ``on_request_start`` hookimpl returns."""
+PreLlmFlow: TypeAlias = Continue | PatchRequest | Terminate | None
+"""What an ``on_pre_llm`` hookimpl returns."""
+ModelTurnFinishedFlow: TypeAlias = Continue | Terminate | None
+"""What an ``on_model_turn_finished`` hookimpl returns."""
+PreToolUseFlow: TypeAlias = Continue | RewriteArgs | Skip | Terminate | None
+"""What an ``on_pre_tool_use`` hookimpl returns."""
+PostToolUseFlow: TypeAlias = Continue | RewriteResult | Terminate | None
+"""What an ``on_post_tool_use`` hookimpl returns."""
+InvalidToolCallFlow: TypeAlias = Continue | Retry | Repair | Skip | Terminate | Fail | None
+"""What an ``on_invalid_tool_call`` hookimpl returns."""
+IterationEndFlow: TypeAlias = Continue | Terminate | None
+"""What an ``on_iteration_end`` hookimpl returns."""
+CompletionFlow: TypeAlias = Continue | None
+"""What an ``on_completion`` hookimpl returns."""
+
 
 class Dispatched(NamedTuple):
     """What one event's hooks decided together (`HookStack.dispatch`,
     `seamkit.testing.run_event`): the net ``flow`` and the ``hook`` that
     ended the dispatch (``None`` when no single hook did)."""
 
-    flow: Any
+    flow: Flow
     hook: str | None = None

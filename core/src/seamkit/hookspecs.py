@@ -1,7 +1,8 @@
 """The pluggy hookspecs of seamkit.
 
 One hookspec per :class:`seamkit.HookEvent` (named as the event's value, with
-exactly the design's argument names; an impl may take fewer), plus the
+exactly the argument names and types of the kernel's events table, and
+returning the event's `seamkit.flow` alias; an impl may take fewer arguments), plus the
 registration hookspecs through which plugins add kinds, providers, manifest
 sections, session stores and commands, and the run observer ``on_run_event``.
 A seam hookimpl may be a plain function or ``async def``; returning ``None``
@@ -10,15 +11,24 @@ means Continue.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
 from ._events import hookspec
 
 if TYPE_CHECKING:
     import click
 
+    from . import flow as F
     from ._context import HookContext
+    from ._registry import (
+        RegisterHookKind,
+        RegisterModel,
+        RegisterRefreshCondition,
+        RegisterSection,
+        RegisterStore,
+        RegisterToolKind,
+    )
     from ._types import Message, ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
     from .stream import ObservedEvent
 
@@ -45,46 +55,58 @@ __all__ = [
 
 
 @hookspec
-def on_request_start(ctx: HookContext, messages: tuple[Message, ...]) -> Any:
+def on_request_start(
+    ctx: HookContext, messages: tuple[Message, ...]
+) -> F.RequestStartFlow | Awaitable[F.RequestStartFlow]:
     """Once per run, before the first model call. Chain: Continue, RewriteMessages,
     Terminate."""
 
 
 @hookspec
-def on_pre_llm(ctx: HookContext, request: ModelRequest) -> Any:
+def on_pre_llm(ctx: HookContext, request: ModelRequest) -> F.PreLlmFlow | Awaitable[F.PreLlmFlow]:
     """Before every model call. Accumulate: Continue, PatchRequest, Terminate."""
 
 
 @hookspec
-def on_model_turn_finished(ctx: HookContext, turn: ModelTurn) -> Any:
+def on_model_turn_finished(
+    ctx: HookContext, turn: ModelTurn
+) -> F.ModelTurnFinishedFlow | Awaitable[F.ModelTurnFinishedFlow]:
     """Once per accepted model turn. First non-Continue: Continue, Terminate."""
 
 
 @hookspec
-def on_pre_tool_use(ctx: HookContext, call: ToolCall) -> Any:
+def on_pre_tool_use(
+    ctx: HookContext, call: ToolCall
+) -> F.PreToolUseFlow | Awaitable[F.PreToolUseFlow]:
     """Before a tool body runs. Chain: Continue, RewriteArgs, Skip, Terminate."""
 
 
 @hookspec
-def on_post_tool_use(ctx: HookContext, call: ToolCall, result: ToolResult) -> Any:
+def on_post_tool_use(
+    ctx: HookContext, call: ToolCall, result: ToolResult
+) -> F.PostToolUseFlow | Awaitable[F.PostToolUseFlow]:
     """After a tool ran. Chain: Continue, RewriteResult, Terminate."""
 
 
 @hookspec
 def on_invalid_tool_call(
     ctx: HookContext, call: ToolCall, error: str, available_tools: tuple[str, ...]
-) -> Any:
+) -> F.InvalidToolCallFlow | Awaitable[F.InvalidToolCallFlow]:
     """For an unknown tool or bad arguments. First non-Continue: Continue, Retry,
     Repair, Skip, Terminate, Fail."""
 
 
 @hookspec
-def on_iteration_end(ctx: HookContext, messages: tuple[Message, ...]) -> Any:
+def on_iteration_end(
+    ctx: HookContext, messages: tuple[Message, ...]
+) -> F.IterationEndFlow | Awaitable[F.IterationEndFlow]:
     """After a turn's tool batch is committed. First non-Continue: Continue, Terminate."""
 
 
 @hookspec
-def on_completion(ctx: HookContext, result: RunResult) -> Any:
+def on_completion(
+    ctx: HookContext, result: RunResult
+) -> F.CompletionFlow | Awaitable[F.CompletionFlow]:
     """Once at the end, whatever the outcome. All run: Continue only."""
 
 
@@ -104,33 +126,33 @@ def on_run_event(ctx: HookContext, event: ObservedEvent) -> None:
 
 
 @hookspec
-def register_hook_kinds(register: Callable[..., None]) -> None:
+def register_hook_kinds(register: RegisterHookKind) -> None:
     """Add hook kinds: ``register(config_model, factory, events={...})`` per kind."""
 
 
 @hookspec
-def register_refresh_conditions(register: Callable[..., None]) -> None:
+def register_refresh_conditions(register: RegisterRefreshCondition) -> None:
     """Add refresh-condition kinds: ``register(config_model)`` per kind."""
 
 
 @hookspec
-def register_tool_kinds(register: Callable[..., None]) -> None:
+def register_tool_kinds(register: RegisterToolKind) -> None:
     """Add tool kinds: ``register(config_model, resolve)`` per kind."""
 
 
 @hookspec
-def register_models(register: Callable[..., None]) -> None:
+def register_models(register: RegisterModel) -> None:
     """Add model providers: ``register(prefix, factory, config=ConfigModel)``
     per provider; ``factory(config, build)`` returns the `Model`."""
 
 
 @hookspec
-def register_manifest_sections(register: Callable[..., None]) -> None:
+def register_manifest_sections(register: RegisterSection) -> None:
     """Add top-level manifest sections: ``register(key, config_model)`` each."""
 
 
 @hookspec
-def register_session_stores(register: Callable[..., None]) -> None:
+def register_session_stores(register: RegisterStore) -> None:
     """Add session-store URL schemes: ``register(scheme, factory)``, where
     ``factory(url)`` returns a `seamkit.SessionStore`."""
 

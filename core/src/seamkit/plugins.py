@@ -13,8 +13,12 @@ receives.
   the process-wide registry, and registering a plugin object in-process.
 - `ConfiguredHook`: a hook object built from a manifest entry, for
   `seamkit.HookStack`.
-- `HookFactory`, `ToolResolver`, `ModelFactory`, `StoreFactory`: the types of
-  the factories each ``register`` takes.
+- `RegisterHookKind`, `RegisterToolKind`, `RegisterRefreshCondition`,
+  `RegisterModel`, `RegisterSection`, `RegisterStore`: the ``register``
+  callables the registration hookspecs receive (annotate ``register`` with
+  them, and ``mypy --strict`` checks each factory takes its config model);
+  `HookFactory`, `ToolResolver`, `ModelFactory`, `SectionTools`,
+  `StoreFactory`: the factory types they take, generic over the config model.
 - `secret_texts`: the plain text of every `seamkit.Secret` in a config, for
   `seamkit.redact` on what a plugin writes.
 - `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
@@ -41,9 +45,16 @@ from ._registry import (
     ModelFactory,
     ModelProviderInfo,
     PluginInfo,
+    RegisterHookKind,
+    RegisterModel,
+    RegisterRefreshCondition,
+    RegisterSection,
+    RegisterStore,
+    RegisterToolKind,
     Registrar,
     Registry,
     SectionInfo,
+    SectionTools,
     SkippedPlugin,
     StoreFactory,
     StoreSchemeInfo,
@@ -70,9 +81,16 @@ __all__ = [
     "PluginInfo",
     "RawSession",
     "RawSessionReader",
+    "RegisterHookKind",
+    "RegisterModel",
+    "RegisterRefreshCondition",
+    "RegisterSection",
+    "RegisterStore",
+    "RegisterToolKind",
     "Registrar",
     "Registry",
     "SectionInfo",
+    "SectionTools",
     "SkippedPlugin",
     "StoreFactory",
     "StoreSchemeInfo",

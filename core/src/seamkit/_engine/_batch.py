@@ -144,13 +144,13 @@ class Batch:
                 )
         assert tool is not None and values is not None
         decided = await self.dispatch(_PRE, call)
-        kind = type(decided.flow)
-        if kind is F.Skip:
-            return Settled(call, ToolResult(call_id=call.id, content=decided.flow.reason), None)
-        if kind is F.Terminate:
-            return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
-        if kind is F.RewriteArgs:
-            arguments = dict(decided.flow.arguments)
+        flow = decided.flow
+        if type(flow) is F.Skip:
+            return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
+        if type(flow) is F.Terminate:
+            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
+        if type(flow) is F.RewriteArgs:
+            arguments = dict(flow.arguments)
             call = call.model_copy(
                 update={"arguments": arguments, "raw_arguments": _json(arguments)}
             )
@@ -182,11 +182,11 @@ class Batch:
             decided = await self.dispatch(_POST, call, result)
         except HookError as exc:
             return Stop(call.index, Failed(error=str(exc.message)))
-        kind = type(decided.flow)
-        if kind is F.RewriteResult:
-            kept.result = result.model_copy(update={"content": decided.flow.content})
-        elif kind is F.Terminate:
-            return Stop(call.index, Terminated(reason=decided.flow.reason, hook=decided.hook))
+        flow = decided.flow
+        if type(flow) is F.RewriteResult:
+            kept.result = flow.applied_to(result)
+        elif type(flow) is F.Terminate:
+            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
         return kept
 
     async def _observed(
@@ -221,20 +221,20 @@ class Batch:
         available = tuple(self.tools)
         decided = await self.dispatch(_INVALID, call, error, available)
         flow = decided.flow
-        kind = type(flow)
-        if kind is F.Continue:
+        if type(flow) is F.Continue:
             text = _told(error, available)
             return Settled(call, ToolResult.error(text, call_id=call.id), None, False, True)
-        if kind is F.Retry:
+        if type(flow) is F.Retry:
             feedback = flow.feedback if flow.feedback is not None else _told(error, available)
             return Settled(call, ToolResult.error(feedback, call_id=call.id), None, False, True)
-        if kind is F.Skip:
+        if type(flow) is F.Skip:
             return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
-        if kind is F.Terminate:
+        if type(flow) is F.Terminate:
             return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
-        if kind is F.Fail:
+        if type(flow) is F.Fail:
             return Stop(call.index, Failed(error=flow.reason))
         # Repair: the replacement call goes through on_pre_tool_use like any other.
+        assert type(flow) is F.Repair  # the events table: nothing else is accepted here
         arguments = call.arguments if flow.arguments is None else dict(flow.arguments)
         repaired = ToolCall(
             id=call.id,

@@ -28,7 +28,15 @@ from .._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookim
 from .._flowcheck import payload_problem
 from .._patch import LAST_WRITER_WINS, RequestPatch
 from .._secret import Redactor, secret_texts
-from .._types import Diagnostic
+from .._types import (
+    Diagnostic,
+    Message,
+    ModelRequest,
+    ModelTurn,
+    RunResult,
+    ToolCall,
+    ToolResult,
+)
 from ..flow import Dispatched
 from ..stream import ObservedEvent
 
@@ -306,7 +314,7 @@ class Dispatcher:
 
     # --- composition ------------------------------------------------------
 
-    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: Any) -> Dispatched:
+    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: object) -> Dispatched:
         """Run ``event``'s hooks with arguments ``(ctx, *args)``; return the net flow."""
         impls = self._lists[event]
         if not impls:
@@ -459,14 +467,10 @@ def _describe(exc: BaseException) -> str:
 
 
 def _thread(event: HookEvent, current: list[Any], result: Any) -> None:
-    """Feed a chained rewrite into the arguments the next hook sees."""
-    kind = type(result)
-    if kind is F.RewriteMessages:
-        current[1] = tuple(result.messages)
-    elif kind is F.RewriteArgs:
-        current[1] = current[1].model_copy(update={"arguments": dict(result.arguments)})
-    elif kind is F.RewriteResult:
-        current[2] = current[2].model_copy(update={"content": result.content})
+    """Feed a chained rewrite into the arguments the next hook sees (the
+    events table says which argument each rewriting flow replaces)."""
+    index = EVENTS[event].threads[type(result)]
+    current[index] = result.applied_to(current[index])
 
 
 def _note_writers(
@@ -586,55 +590,73 @@ class HookStack:
         """The members' run observers."""
         return self._dispatcher.observers
 
-    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: Any) -> Dispatched:
+    async def dispatch(self, event: HookEvent, ctx: HookContext, *args: object) -> Dispatched:
         """Run the stack's hooks at ``event``; the net flow and the deciding hook."""
         return await self._dispatcher.dispatch(HookEvent(event), ctx, *args)
 
-    async def _net(self, event: HookEvent, ctx: HookContext, *args: Any) -> Any:
+    async def _net(self, event: HookEvent, ctx: HookContext, *args: object) -> Any:
         flow = (await self._dispatcher.dispatch(event, ctx, *args)).flow
         return None if type(flow) is F.Continue else flow
 
     @hookimpl
-    async def on_request_start(self, ctx: HookContext, messages: Any) -> Any:
+    async def on_request_start(
+        self, ctx: HookContext, messages: tuple[Message, ...]
+    ) -> F.RequestStartFlow:
         """Net flow of the members at ``on_request_start``."""
-        return await self._net(HookEvent.ON_REQUEST_START, ctx, messages)
+        flow: F.RequestStartFlow = await self._net(HookEvent.ON_REQUEST_START, ctx, messages)
+        return flow
 
     @hookimpl
-    async def on_pre_llm(self, ctx: HookContext, request: Any) -> Any:
+    async def on_pre_llm(self, ctx: HookContext, request: ModelRequest) -> F.PreLlmFlow:
         """Net flow of the members at ``on_pre_llm``."""
-        return await self._net(HookEvent.ON_PRE_LLM, ctx, request)
+        flow: F.PreLlmFlow = await self._net(HookEvent.ON_PRE_LLM, ctx, request)
+        return flow
 
     @hookimpl
-    async def on_model_turn_finished(self, ctx: HookContext, turn: Any) -> Any:
+    async def on_model_turn_finished(
+        self, ctx: HookContext, turn: ModelTurn
+    ) -> F.ModelTurnFinishedFlow:
         """Net flow of the members at ``on_model_turn_finished``."""
-        return await self._net(HookEvent.ON_MODEL_TURN_FINISHED, ctx, turn)
+        flow: F.ModelTurnFinishedFlow = await self._net(HookEvent.ON_MODEL_TURN_FINISHED, ctx, turn)
+        return flow
 
     @hookimpl
-    async def on_pre_tool_use(self, ctx: HookContext, call: Any) -> Any:
+    async def on_pre_tool_use(self, ctx: HookContext, call: ToolCall) -> F.PreToolUseFlow:
         """Net flow of the members at ``on_pre_tool_use``."""
-        return await self._net(HookEvent.ON_PRE_TOOL_USE, ctx, call)
+        flow: F.PreToolUseFlow = await self._net(HookEvent.ON_PRE_TOOL_USE, ctx, call)
+        return flow
 
     @hookimpl
-    async def on_post_tool_use(self, ctx: HookContext, call: Any, result: Any) -> Any:
+    async def on_post_tool_use(
+        self, ctx: HookContext, call: ToolCall, result: ToolResult
+    ) -> F.PostToolUseFlow:
         """Net flow of the members at ``on_post_tool_use``."""
-        return await self._net(HookEvent.ON_POST_TOOL_USE, ctx, call, result)
+        flow: F.PostToolUseFlow = await self._net(HookEvent.ON_POST_TOOL_USE, ctx, call, result)
+        return flow
 
     @hookimpl
     async def on_invalid_tool_call(
-        self, ctx: HookContext, call: Any, error: str, available_tools: Any
-    ) -> Any:
+        self, ctx: HookContext, call: ToolCall, error: str, available_tools: tuple[str, ...]
+    ) -> F.InvalidToolCallFlow:
         """Net flow of the members at ``on_invalid_tool_call``."""
-        return await self._net(HookEvent.ON_INVALID_TOOL_CALL, ctx, call, error, available_tools)
+        flow: F.InvalidToolCallFlow = await self._net(
+            HookEvent.ON_INVALID_TOOL_CALL, ctx, call, error, available_tools
+        )
+        return flow
 
     @hookimpl
-    async def on_iteration_end(self, ctx: HookContext, messages: Any) -> Any:
+    async def on_iteration_end(
+        self, ctx: HookContext, messages: tuple[Message, ...]
+    ) -> F.IterationEndFlow:
         """Net flow of the members at ``on_iteration_end``."""
-        return await self._net(HookEvent.ON_ITERATION_END, ctx, messages)
+        flow: F.IterationEndFlow = await self._net(HookEvent.ON_ITERATION_END, ctx, messages)
+        return flow
 
     @hookimpl
-    async def on_completion(self, ctx: HookContext, result: Any) -> Any:
+    async def on_completion(self, ctx: HookContext, result: RunResult) -> F.CompletionFlow:
         """Run every member at ``on_completion``."""
-        return await self._net(HookEvent.ON_COMPLETION, ctx, result)
+        flow: F.CompletionFlow = await self._net(HookEvent.ON_COMPLETION, ctx, result)
+        return flow
 
     def __repr__(self) -> str:
         return f"HookStack({self.name!r})"

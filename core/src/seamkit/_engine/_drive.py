@@ -411,12 +411,12 @@ async def _turns(run: RunState) -> None:
         ctx.turn += 1
         request = run.baseline()
         decided = await run.dispatch(HookEvent.ON_PRE_LLM, request)
-        kind = type(decided.flow)
-        if kind is F.Terminate:
-            run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+        flow = decided.flow
+        if type(flow) is F.Terminate:
+            run.outcome = Terminated(reason=flow.reason, hook=decided.hook)
             return
-        if kind is F.PatchRequest:
-            request = decided.flow.patch.apply(request)
+        if type(flow) is F.PatchRequest:
+            request = flow.patch.apply(request)
             _check_request(request, plan.tools)
         turn = _accept(run, await _ask(run, request))
         message = turn.message

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from .._config import ModelConfig, split_model_spec
 from .._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
 from .._manifest import AppConfig, locate_problems
 from .._persistence._sessions import SessionStore, SQLiteSessionStore
-from .._registry import BuildContext, Registry, ToolResolver
+from .._registry import BuildContext, Registry
 from .._secret import redact, secret_texts
 from .._tool import Tool
 from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
@@ -141,7 +141,7 @@ async def _resolve_entry(
 
 
 async def _resolve(
-    resolve: ToolResolver,
+    resolve: Callable[..., object],
     config: object,
     build: BuildContext,
     where: tuple[str | int, ...],

@@ -3,13 +3,15 @@ plugins registered in-process, play a script, record every hook call."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._context import HookContext
 from .._engine._agent import Agent
 from .._errors import PluginError
-from .._events import HookEvent, hookimpl
+from .._events import EVENTS, EventSpec, hookimpl
 from .._scripted import ScriptedModel
 from .._types import RunResult
 from ..plugins import PluginInfo, add_plugin, load_plugins
@@ -26,14 +28,15 @@ class HookCall:
     event: str
     turn: int
     is_streaming: bool
-    args: tuple[Any, ...]
+    args: tuple[object, ...]
 
 
 class Recorder:
     """A pass-through hook that records every event it sees, in order.
 
     Pass it in ``hooks=[...]``; read ``calls`` (`HookCall` records) or
-    ``events`` (their event names).
+    ``events`` (their event names). It has a hookimpl for every event of the
+    kernel's events table, taking exactly the event's arguments.
     """
 
     name = "recorder"
@@ -41,45 +44,31 @@ class Recorder:
     def __init__(self) -> None:
         self.calls: list[HookCall] = []
 
-    def _see(self, event: HookEvent, ctx: Any, *args: Any) -> None:
-        self.calls.append(HookCall(event.value, ctx.turn, ctx.is_streaming, args))
-
     @property
     def events(self) -> list[str]:
         """The event names, in call order."""
         return [c.event for c in self.calls]
 
-    @hookimpl
-    def on_request_start(self, ctx: Any, messages: Any) -> None:
-        self._see(HookEvent.ON_REQUEST_START, ctx, messages)
 
-    @hookimpl
-    def on_pre_llm(self, ctx: Any, request: Any) -> None:
-        self._see(HookEvent.ON_PRE_LLM, ctx, request)
+def _recording(spec: EventSpec) -> Callable[..., None]:
+    """The `Recorder` method of one event: records it, returns ``None``."""
 
-    @hookimpl
-    def on_model_turn_finished(self, ctx: Any, turn: Any) -> None:
-        self._see(HookEvent.ON_MODEL_TURN_FINISHED, ctx, turn)
+    def see(self: Recorder, ctx: HookContext, *args: object) -> None:
+        self.calls.append(HookCall(spec.event.value, ctx.turn, ctx.is_streaming, args))
 
-    @hookimpl
-    def on_pre_tool_use(self, ctx: Any, call: Any) -> None:
-        self._see(HookEvent.ON_PRE_TOOL_USE, ctx, call)
+    see.__name__ = see.__qualname__ = spec.event.value
+    see.__doc__ = f"Record ``{spec.event.value}``."
+    see.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for name in ("self", *spec.args)
+        ]
+    )
+    return hookimpl(see)
 
-    @hookimpl
-    def on_post_tool_use(self, ctx: Any, call: Any, result: Any) -> None:
-        self._see(HookEvent.ON_POST_TOOL_USE, ctx, call, result)
 
-    @hookimpl
-    def on_invalid_tool_call(self, ctx: Any, call: Any, error: Any, available_tools: Any) -> None:
-        self._see(HookEvent.ON_INVALID_TOOL_CALL, ctx, call, error, available_tools)
-
-    @hookimpl
-    def on_iteration_end(self, ctx: Any, messages: Any) -> None:
-        self._see(HookEvent.ON_ITERATION_END, ctx, messages)
-
-    @hookimpl
-    def on_completion(self, ctx: Any, result: Any) -> None:
-        self._see(HookEvent.ON_COMPLETION, ctx, result)
+for _spec in EVENTS.values():
+    setattr(Recorder, _spec.event.value, _recording(_spec))
 
 
 async def build_agent(

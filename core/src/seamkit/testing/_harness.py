@@ -12,6 +12,7 @@ from typing import Any
 from .._context import ActionContext, HookContext, system_clock
 from .._engine._dispatch import Dispatched, Dispatcher, HookStack
 from .._events import EVENTS, HookEvent, hookimpl
+from ..flow import Flow
 
 __all__ = ["Opaque", "arun_event", "make_context", "run_event", "scripted_hook"]
 
@@ -39,7 +40,7 @@ def make_context(
 async def arun_event(
     hooks: Sequence[object],
     event: HookEvent | str,
-    *args: Any,
+    *args: object,
     ctx: HookContext | None = None,
 ) -> Dispatched:
     """Dispatch ``event`` with ``(ctx, *args)`` over ``hooks``; the net flow."""
@@ -50,7 +51,7 @@ async def arun_event(
 def run_event(
     hooks: Sequence[object],
     event: HookEvent | str,
-    *args: Any,
+    *args: object,
     ctx: HookContext | None = None,
 ) -> Dispatched:
     """:func:`arun_event` for synchronous tests (runs its own event loop)."""
@@ -59,7 +60,7 @@ def run_event(
 
 def scripted_hook(
     event: HookEvent | str,
-    returns: Any = None,
+    returns: Flow | Callable[..., Flow | None] | None = None,
     *,
     name: str = "scripted",
     raises: BaseException | None = None,

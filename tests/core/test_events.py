@@ -9,6 +9,7 @@ import collections.abc
 import inspect
 import re
 import typing
+from pathlib import Path
 
 import pytest
 import seamkit
@@ -178,3 +179,18 @@ def test_hookimpl_marks_for_the_seamkit_project() -> None:
         return None
 
     assert on_pre_llm.seamkit_impl["tryfirst"] is True  # type: ignore[attr-defined]
+
+
+def test_the_guides_events_table_agrees_with_the_table() -> None:
+    guide = (Path(__file__).parents[2] / "docs" / "guide.md").read_text()
+    section = guide.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `on_")]
+    assert len(rows) == len(EVENTS)
+    modes = {Composition.FIRST: "first non-Continue", Composition.ALL: "all run"}
+    for row, (event, spec) in zip(rows, EVENTS.items(), strict=True):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[0] == f"`{event.value}`"
+        assert cells[1] == f"`{', '.join(spec.args)}`"
+        assert cells[2] == ", ".join(f.__name__ for f in spec.flows)
+        assert cells[3] == f"`{_alias_name(event)}`"
+        assert cells[4] == modes.get(spec.composition, spec.composition.value)

@@ -79,9 +79,9 @@ class AppConfig(BaseModel):
         try:
             config = handler({**data, "hooks": expansion.hooks})
         except ValidationError as exc:
-            raise expansion.error(exc.title, exc) from None
+            raise expansion.error(exc.title, exc, list(cls.model_fields)) from None
         if expansion.problems:
-            raise expansion.error(cls.__name__, None)
+            raise expansion.error(cls.__name__, None, list(cls.model_fields))
         config._hook_entries = tuple(expansion.origins)
         return config
 

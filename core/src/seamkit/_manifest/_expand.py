@@ -21,7 +21,7 @@ from pydantic_core.core_schema import ErrorType
 __all__ = ["Expansion", "expand_hooks", "names_events"]
 
 _KNOWN_ERRORS = frozenset(get_args(ErrorType))
-_EVENT_ERRORS = frozenset({"enum", "unsupported_event", "preview_event", "literal_error"})
+_EVENT_ERRORS = frozenset({"enum", "unsupported_event", "preview_event"})
 """Error types that concern the value of ``event`` itself (reported at ``events[j]``)."""
 
 
@@ -49,8 +49,8 @@ class Expansion:
     (``None`` for an entry written with ``event``).
     """
 
-    entries: Sequence[Any]
-    hooks: list[Any] = field(default_factory=list)
+    entries: Sequence[object]
+    hooks: list[object] = field(default_factory=list)
     origins: list[int] = field(default_factory=list)
     positions: list[int | None] = field(default_factory=list)
     problems: list[InitErrorDetails] = field(default_factory=list)
@@ -58,18 +58,27 @@ class Expansion:
     quiet: set[int] = field(default_factory=set)
     """Entries whose missing ``event`` is already explained by a problem here."""
 
-    def error(self, title: str, exc: ValidationError | None) -> ValidationError:
+    def error(
+        self, title: str, exc: ValidationError | None, fields: Sequence[str]
+    ) -> ValidationError:
         """One error with the problems found here and those of ``exc`` (found
-        in the copies), every location on the entries as written, the hooks'
-        in the order of their entries."""
+        in the copies), every location on the entries as written: the hooks'
+        in the order of their entries, the others' by ``fields`` (the
+        manifest's field names in order), as validation reports them."""
         found = self._translate(exc.errors(include_url=False)) if exc is not None else []
         hooks = sorted(
             [(_entry_of(p["loc"]), 0, n, p) for n, p in enumerate(self.problems)]
             + [(_entry_of(p["loc"]), 1, n, p) for n, p in enumerate(found) if _in_hooks(p["loc"])],
             key=lambda item: item[:3],
         )
+        rank = {name: n for n, name in enumerate(fields)}
+        last = rank.get("hooks", len(rank))
         others = [p for p in found if not _in_hooks(p["loc"])]
-        return ValidationError.from_exception_data(title, [*others, *(p for *_, p in hooks)])
+        before = [p for p in others if p["loc"] and rank.get(str(p["loc"][0]), -1) < last]
+        after = [p for p in others if p not in before]
+        return ValidationError.from_exception_data(
+            title, [*before, *(p for *_, p in hooks), *after]
+        )
 
     def _translate(self, errors: list[ErrorDetails]) -> list[InitErrorDetails]:
         """The copies' errors at their written entries, one per distinct problem."""
@@ -124,20 +133,20 @@ class Expansion:
         mine = [k for k, origin in enumerate(self.origins) if origin == index]
         if len(found.copies) == len(mine) or self.positions[mine[0]] is None:
             return []
-        return [str(self.hooks[k].get("event")) for k in sorted(found.copies)]
+        return [_event_of(self.hooks[k]) for k in sorted(found.copies)]
 
 
-def expand_hooks(entries: Sequence[Any]) -> Expansion:
+def expand_hooks(entries: Sequence[object]) -> Expansion:
     """The entries with each ``events:`` entry written out, one per event.
 
     An entry whose ``events`` is wrong (also given ``event``, not a list,
-    empty, an event twice) gets a problem, and is validated once more as if
-    it named only its ``event`` (or no event), so its other fields are still
-    checked.
+    empty) gets a problem, and is validated once as if it named only its
+    ``event`` (or no event), so its other fields are still checked; an event
+    listed twice gets a problem and is written out once.
     """
     out = Expansion(entries)
     for index, entry in enumerate(entries):
-        if not names_events(entry):
+        if not isinstance(entry, dict) or "events" not in entry:
             out.hooks.append(entry)
             out.origins.append(index)
             out.positions.append(None)
@@ -166,7 +175,7 @@ def _check(index: int, entry: dict[str, Any], problems: list[InitErrorDetails]) 
     events = entry["events"]
     where: tuple[str | int, ...] = ("hooks", index)
     if "event" in entry:
-        merged = [entry["event"], *(events if isinstance(events, list) else [])]
+        merged = [entry["event"], *(events if isinstance(events, list | tuple) else [])]
         shown = ", ".join(str(e) for e in dict.fromkeys(merged))
         problems.append(
             _problem(
@@ -178,7 +187,7 @@ def _check(index: int, entry: dict[str, Any], problems: list[InitErrorDetails]) 
                 f"'events: [{shown}]' and remove 'event'",
             )
         )
-    if not isinstance(events, list):
+    if not isinstance(events, list | tuple):
         example = events if isinstance(events, str) else "on_request_start"
         problems.append(
             _problem(
@@ -236,6 +245,11 @@ def _problem(
         "loc": loc,
         "input": value,
     }
+
+
+def _event_of(entry: object) -> str:
+    """The ``event`` of a written-out entry, as text."""
+    return str(entry.get("event")) if isinstance(entry, dict) else "?"
 
 
 def _in_hooks(loc: tuple[str | int, ...]) -> bool:

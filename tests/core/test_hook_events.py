@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import jsonschema
 import pytest
 import seamkit
 import seamkit_tool_call
@@ -72,6 +73,10 @@ class SharedTallyConfig(seamkit.HookConfig):
     default_on_error: ClassVar[Literal["skip", "fail"]] = "skip"
 
 
+class PreviewTallyConfig(seamkit.HookConfig):
+    kind: Literal["preview_tally"] = "preview_tally"
+
+
 class Tally:
     """Counts the events it sees; every instance built is kept in ``built``."""
 
@@ -98,6 +103,9 @@ class Plugin:
         tally_events = {"on_request_start", "on_completion"}
         register(TallyConfig, Tally, events=tally_events)
         register(SharedTallyConfig, Tally, events=tally_events, shared=True)
+        register(
+            PreviewTallyConfig, Tally, events={"on_request_start"}, preview_events={"on_completion"}
+        )
 
 
 @seamkit.tool
@@ -216,6 +224,22 @@ def test_an_unknown_event_name_is_located(tmp_path: Path) -> None:
     lines = problems(tmp_path, "  - kind: stamp\n    text: x\n    events: [on_start]\n")
     assert lines[0].startswith("6:14: hooks[0].events[0]: Input should be 'on_request_start'")
     assert lines[0].endswith('got "on_start"')
+
+
+def test_a_preview_event_in_events_needs_the_preview(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SEAMKIT_ENABLE_PREVIEW", raising=False)
+    hooks = "  - kind: preview_tally\n    events: [on_request_start, on_completion]\n"
+    lines = problems(tmp_path, hooks)
+    assert lines == [
+        "5:32: hooks[0].events[1]: event on_completion of kind 'preview_tally' is a preview",
+        "  hint: set SEAMKIT_ENABLE_PREVIEW=1 to use preview kinds and events",
+    ]
+    monkeypatch.setenv("SEAMKIT_ENABLE_PREVIEW", "1")
+    path = tmp_path / "app.yaml"
+    app = AppConfig.load(path, registry=registry())
+    assert [h.event for h in app.hooks] == ["on_request_start", "on_completion"]
 
 
 def test_every_problem_of_several_entries_is_reported_in_order(tmp_path: Path) -> None:
@@ -528,3 +552,17 @@ def test_the_schema_describes_events_next_to_event() -> None:
     }
     assert "event" not in stamp["required"]
     assert stamp["oneOf"] == [{"required": ["event"]}, {"required": ["events"]}]
+    # What an editor checking against the schema says of the entries.
+    validator = jsonschema.Draft202012Validator(schema)
+    base = {"name": "a", "model": "scripted:s.yaml"}
+
+    def accepted(entry: dict[str, Any]) -> bool:
+        return validator.is_valid({**base, "hooks": [{"kind": "stamp", "text": "x", **entry}]})
+
+    assert accepted({"event": "on_completion"})
+    assert accepted({"events": ["on_completion", "on_request_start"]})
+    assert not accepted({})
+    assert not accepted({"event": "on_completion", "events": ["on_request_start"]})
+    assert not accepted({"events": []})
+    assert not accepted({"events": ["on_completion", "on_completion"]})
+    assert not accepted({"events": ["on_pre_llm"]})

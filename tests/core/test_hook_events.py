@@ -5,6 +5,7 @@ kind's ``shared`` opt-in; and ``seamkit validate`` on it."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -15,11 +16,11 @@ import seamkit
 import seamkit_tool_call
 from click.testing import CliRunner
 from hypothesis import event, given, strategies as st
-from seamkit import AppConfig, HookEvent, ManifestError, Message, RunResult
+from seamkit import Agent, AppConfig, HookEvent, ManifestError, Message, RunResult
 from seamkit._cli import cli
 from seamkit.flow import RewriteArgs, RewriteMessages, RewriteResult
 from seamkit.plugins import PluginInfo, add_plugin, load_plugins, reset_registry
-from seamkit.testing import build_agent
+from seamkit.testing import ScriptedModel, build_agent
 
 # --- a guard-like kind on four events, and one that shares its instance -------------
 
@@ -362,21 +363,31 @@ def _written(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[
     return grouped, separate
 
 
+@functools.cache
+def _stamps_only() -> seamkit.Registry:
+    """One registry for every example: the built-ins and the test kinds (the
+    manifest model is derived once, and configs of both agents compare)."""
+    reg = load_plugins(entry_points=[])
+    add_plugin(reg, Plugin(), PluginInfo(name="stamps", module="stamps"))
+    return reg
+
+
 async def _outcome(hooks: list[dict[str, Any]]) -> Any:
     """What an agent with these hooks is and does: its hooks per event, their
-    configs, and a run's result, or the error that stopped it being built."""
+    configs, and a run's result, or the problems that stopped it being built."""
     try:
-        agent = await build_agent({"hooks": hooks}, plugins=[Plugin()], script=SCRIPT, tools=[echo])
+        agent = await Agent.load(
+            {"name": "a", "model": "scripted:inline", "hooks": hooks},
+            model=ScriptedModel(SCRIPT),
+            tools=[echo],
+            registry=_stamps_only(),
+        )
     except ManifestError as exc:  # the same problems, if at other locations
         return "invalid", frozenset(p.message for p in exc.problems)
     async with agent:
         refs = {e: agent._dispatcher.hooks_at(e) for e in HookEvent}
         assert agent.config is not None
-        # Each agent has its own registry, so its own config classes: compare what they hold.
-        configs = [
-            (type(c).__name__, c.model_dump(), c.model_fields_set, c.error_policy)
-            for c in agent.config.hooks
-        ]
+        configs = [(c, c.model_fields_set, c.error_policy) for c in agent.config.hooks]
         result: RunResult = await agent.run("go")
     return refs, configs, result.transcript, result.outcome, result.output, result.diagnostics
 

@@ -303,7 +303,9 @@ class _Page:
                 status = "required"
                 description = "Selects this kind."
             else:
-                if name in required:
+                if events and name in _ONE_OF_EVENT:
+                    status = _ONE_OF_EVENT[name]
+                elif name in required:
                     status = "required"
                 elif "default" in prop:
                     status = f"default `{json.dumps(prop['default'])}`"
@@ -319,6 +321,9 @@ class _Page:
             if events and name == "event":
                 # The schema allows every event; validation allows the kind's own.
                 type_text = "one of: " + ", ".join(_code(e) for e in events)
+            if events and name == "events":
+                listed = ", ".join(_code(e) for e in events)
+                type_text = f"list of: {listed} (at least one, each at most once)"
             category = _LIST_CATEGORY.get(name)
             if category and prop.get("items") == {"not": {}}:
                 type_text = (
@@ -449,12 +454,20 @@ def render(registry: Registry) -> str:
     return "\n".join(out) + "\n"
 
 
+_ONE_OF_EVENT = {
+    "event": "required, unless `events` is given",
+    "events": "instead of `event`",
+}
+"""The status of a hook entry's ``event`` and ``events``: exactly one is given."""
+
 _CATEGORY_INTRO = {
     "tool": "Entries of the `tools:` list. Every tool kind has the optional `toolset` field: "
     "when it is set, the names the model sees become "
     '`sanitize_toolname(f"{toolset}_{tool}")`.',
-    "hook": "Entries of the `hooks:` list. Every hook kind has the fields `event`, `name`, "
-    "`timeout_seconds`, `on_error` and `match`. `on_error` left unset takes the kind's "
+    "hook": "Entries of the `hooks:` list. Every hook kind has the fields `event` (or "
+    "`events`), `name`, `timeout_seconds`, `on_error` and `match`. An entry with "
+    "`events: [a, b]` instead of `event` is the same as one entry per event written in its "
+    "place, each checked against its event. `on_error` left unset takes the kind's "
     "default (always `skip` at `on_completion`, where `fail` is rejected); `match` is "
     "allowed only on `on_pre_tool_use`, `on_post_tool_use` and `on_invalid_tool_call`.",
     "refresh": "Values of a hook's `refresh_condition` field: when does an injected result "

@@ -123,7 +123,11 @@ def test_a_hook_kind_gets_its_events_common_fields_and_refresh_union() -> None:
     note = _kind_sections(text)["hook-note"]
     assert "`kind: note`" in note and "events: `on_request_start`" in note
     assert "| `kind` | `note` | required |" in note
-    assert "| `event` | one of: `on_request_start` | required |" in note
+    assert "| `event` | one of: `on_request_start` | required, unless `events` is given |" in note
+    assert (
+        "| `events` | list of: `on_request_start` (at least one, each at most once) "
+        "| instead of `event` |"
+    ) in note
     for common in ("name", "timeout_seconds", "on_error", "match"):
         assert f"| `{common}` |" in note
     assert "| `on_error` | one of: `skip`, `fail` (or null) |" in note

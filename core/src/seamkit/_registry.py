@@ -143,6 +143,7 @@ class RegisterHookKind(Protocol):
         events: Iterable[HookEvent | str],
         preview: bool = False,
         preview_events: Iterable[HookEvent | str] = (),
+        shared: bool = False,
     ) -> None: ...
 
 
@@ -241,7 +242,11 @@ def preview_enabled() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
-    """One registered kind: its config model, factory and the plugin that gave it."""
+    """One registered kind: its config model, factory and the plugin that gave it.
+
+    ``shared`` (hook kinds): one instance serves all the events of a manifest
+    entry that names ``events:``, instead of one instance per event.
+    """
 
     category: Category
     name: str
@@ -251,6 +256,7 @@ class KindInfo:
     events: frozenset[HookEvent] = frozenset()
     preview_events: frozenset[HookEvent] = frozenset()
     preview: bool = False
+    shared: bool = False
 
     def supports(self, event: HookEvent, *, preview: bool) -> bool:
         """Whether a hook of this kind may be configured on ``event``."""
@@ -582,12 +588,24 @@ class Registrar:
         events: Iterable[HookEvent | str],
         preview: bool = False,
         preview_events: Iterable[HookEvent | str] = (),
+        shared: bool = False,
     ) -> None:
         """Register a hook kind: ``factory(config, build)`` builds the hook object
         (``build`` is the `BuildContext`).
 
         ``events`` are the events the kind supports; ``preview_events`` more
         that only ``SEAMKIT_ENABLE_PREVIEW=1`` allows.
+
+        A manifest entry that names several events (``events: [a, b]``) is
+        built once per event by default: ``factory`` is called with each
+        event's config, and the instances share nothing. With
+        ``shared=True`` the factory is called once per entry, with the config
+        of its first event, and that one instance serves every event the
+        entry names (it needs a hookimpl for each); each event keeps its own
+        config for ``on_error``, ``match`` and ``timeout_seconds``. Choose it
+        when the instance keeps state that its events must share, such as a
+        guard that remembers at ``on_post_tool_use`` what it checks at
+        ``on_pre_tool_use``.
         """
         name = self._config_kind("hook", config_model)
         if not callable(factory):
@@ -604,7 +622,15 @@ class Registrar:
             )
         self.kinds.append(
             KindInfo(
-                "hook", name, config_model, factory, self.plugin, supported, preview_only, preview
+                "hook",
+                name,
+                config_model,
+                factory,
+                self.plugin,
+                supported,
+                preview_only,
+                preview,
+                shared=bool(shared),
             )
         )
 

@@ -127,7 +127,8 @@ def on_run_event(ctx: HookContext, event: ObservedEvent) -> None:
 
 @hookspec
 def register_hook_kinds(register: RegisterHookKind) -> None:
-    """Add hook kinds: ``register(config_model, factory, events={...})`` per kind."""
+    """Add hook kinds: ``register(config_model, factory, events={...})`` per kind
+    (``shared=True``: one instance serves every event of a manifest entry)."""
 
 
 @hookspec

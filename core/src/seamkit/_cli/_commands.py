@@ -49,10 +49,13 @@ def validate_command(app: str) -> None:
     location (exit 1 on any)."""
     config, tools = _load_with_tools(app)
     entries, hooks = len(config.tools), len(config.hooks)
+    # An entry with `events: [a, b]` gives one hook per event.
+    hook_entries = len(set(config.hook_entries))
+    of = f" from {hook_entries} {'entry' if hook_entries == 1 else 'entries'}"
     click.echo(
         f"{app}: ok ({entries} tool {'entry' if entries == 1 else 'entries'} giving "
         f"{len(tools)} tool{'' if len(tools) == 1 else 's'}, "
-        f"{hooks} hook{'' if hooks == 1 else 's'})"
+        f"{hooks} hook{'' if hooks == 1 else 's'}{of if hook_entries != hooks else ''})"
     )
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._config import ModelConfig, split_model_spec
+from .._config import HookConfig, ModelConfig, split_model_spec
 from .._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
 from .._manifest import AppConfig, locate_problems
 from .._persistence._sessions import SessionStore, SQLiteSessionStore
-from .._registry import BuildContext, Registry
+from .._registry import BuildContext, KindInfo, Registry
 from .._secret import redact, secret_texts
 from .._tool import Tool
 from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
@@ -203,40 +203,66 @@ async def _section_tools(build: BuildContext, problems: list[Problem]) -> list[T
 async def _configured_hooks(
     app: AppConfig, build: BuildContext, problems: list[Problem]
 ) -> list[ConfiguredHook]:
+    """One hook per item of ``app.hooks`` (one per event of an entry that
+    names ``events:``), in order. Each is built by its own factory call,
+    unless its kind registered ``shared=True``: then the items of one entry
+    share the instance built for the first. A problem is reported once per
+    entry, at the entry."""
     built: list[ConfiguredHook] = []
-    for index, config in enumerate(app.hooks):
+    instances: dict[int, tuple[object, list[Problem]]] = {}  # by entry, for shared kinds
+    reported: set[tuple[tuple[str | int, ...], str]] = set()
+    for index, config in zip(app.hook_entries, app.hooks, strict=True):
         kind = build.registry.kind("hook", config.kind)
+        shared = kind is not None and kind.shared
+        if shared and index in instances:
+            hook, failed = instances[index]
+        else:
+            hook, failed = await _build_hook(kind, config, build, index)
+            if shared:
+                instances[index] = hook, failed
+        if failed:
+            for problem in failed:
+                key = (problem.location, problem.message)
+                if key not in reported:
+                    reported.add(key)
+                    problems.append(problem)
+            continue
         name = config.name or f"{config.kind}@hooks[{index}]"
-        try:
-            if kind is None or kind.factory is None:
-                raise SeamkitError(f"no hook kind {config.kind!r} is installed")
-            hook = kind.factory(config, build)
-            if inspect.isawaitable(hook):
-                hook = await hook
-        except ManifestError as exc:  # its problems are located inside the entry
-            problems.extend(
-                Problem(("hooks", index, *p.location), p.message, p.hint) for p in exc.problems
-            )
-            continue
-        except SeamkitError as exc:
-            problems.append(Problem(("hooks", index), exc.message, exc.hint))
-            continue
-        except (Exception, SystemExit) as exc:  # a factory calling sys.exit() is a bug too
-            what = (
-                f"SystemExit({exc.code!r}) (the factory called sys.exit())"
-                if isinstance(exc, SystemExit)
-                else f"{type(exc).__name__}: {exc}"
-            )
-            problems.append(
-                Problem(
-                    ("hooks", index),
-                    f"hook kind {config.kind!r} could not build this hook: "
-                    f"{redact(what, secret_texts(config))}",
-                )
-            )
-            continue
         built.append(ConfiguredHook(config, hook, name))
     return built
+
+
+async def _build_hook(
+    kind: KindInfo | None, config: HookConfig, build: BuildContext, index: int
+) -> tuple[object, list[Problem]]:
+    """The hook the kind's factory builds for ``config`` and no problem, or
+    ``None`` and its problems, located at the manifest entry ``hooks[index]``."""
+    try:
+        if kind is None or kind.factory is None:
+            raise SeamkitError(f"no hook kind {config.kind!r} is installed")
+        hook: object = kind.factory(config, build)
+        if inspect.isawaitable(hook):
+            hook = await hook
+    except ManifestError as exc:  # its problems are located inside the entry
+        return None, [
+            Problem(("hooks", index, *p.location), p.message, p.hint) for p in exc.problems
+        ]
+    except SeamkitError as exc:
+        return None, [Problem(("hooks", index), exc.message, exc.hint)]
+    except (Exception, SystemExit) as exc:  # a factory calling sys.exit() is a bug too
+        what = (
+            f"SystemExit({exc.code!r}) (the factory called sys.exit())"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
+        return None, [
+            Problem(
+                ("hooks", index),
+                f"hook kind {config.kind!r} could not build this hook: "
+                f"{redact(what, secret_texts(config))}",
+            )
+        ]
+    return hook, []
 
 
 async def build_parts(

@@ -7,11 +7,20 @@ from collections.abc import Mapping
 from os import PathLike
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from .._config import HookConfig, ModelSpec, Placement, Settings, ToolConfig
 from .._registry import Registry
 from ._build import app_model
+from ._expand import expand_hooks, names_events
 from ._load import load_manifest
 
 __all__ = ["AppConfig", "Placement", "SessionsConfig", "Settings"]
@@ -55,6 +64,40 @@ class AppConfig(BaseModel):
     )
 
     _source: str | None = PrivateAttr(default=None)
+    _hook_entries: tuple[int, ...] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _expand_hook_events(
+        cls, data: Any, handler: ModelWrapValidatorHandler[AppConfig]
+    ) -> AppConfig:
+        """Hook entries with ``events:`` written out, one per event (see `_expand`)."""
+        hooks = data.get("hooks") if isinstance(data, dict) else None
+        if not isinstance(hooks, list) or not any(names_events(h) for h in hooks):
+            return handler(data)
+        expansion = expand_hooks(hooks)
+        try:
+            config = handler({**data, "hooks": expansion.hooks})
+        except ValidationError as exc:
+            raise expansion.error(exc.title, exc, list(cls.model_fields)) from None
+        if expansion.problems:
+            raise expansion.error(cls.__name__, None, list(cls.model_fields))
+        config._hook_entries = tuple(expansion.origins)
+        return config
+
+    @property
+    def hook_entries(self) -> tuple[int, ...]:
+        """For each item of ``hooks``, the index of the manifest entry it came from.
+
+        A hook entry that names ``events: [a, b]`` is validated as one entry
+        per event, in its place, so ``hooks`` holds one config per event,
+        each equal to what a separate entry would give; those items share the
+        entry's index here. Without such an entry, item ``i`` came from entry ``i``.
+        """
+        entries = self._hook_entries
+        if entries is None or len(entries) != len(self.hooks):
+            return tuple(range(len(self.hooks)))
+        return entries
 
     @property
     def source(self) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import types
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import (
@@ -83,6 +84,7 @@ def _concrete(info: KindInfo, refresh: Any, preview: bool) -> type[KindConfig]:
             fi.annotation = new_annotation
             overrides[name] = (new_annotation, fi)
     validators: dict[str, Any] = {}
+    options: dict[str, Any] = {}
     if info.category == "hook":
         # The schema lists only the events this kind supports, for editors.
         events = sorted(e.value for e in info.events | (info.preview_events if preview else set()))
@@ -91,15 +93,47 @@ def _concrete(info: KindInfo, refresh: Any, preview: bool) -> type[KindConfig]:
         event_field.annotation = annotation
         overrides["event"] = (annotation, event_field)
         validators["_seamkit_check_event"] = field_validator("event")(_event_checker(info, preview))
+        options["json_schema_extra"] = _with_events(events)
     model: type[KindConfig] = create_model(
         info.model.__name__,
         __base__=info.model,
         __module__=info.model.__module__,
         __validators__=validators,
         __doc__=info.model.__doc__,
+        __cls_kwargs__=options or None,
         **overrides,
     )
     return model
+
+
+def _with_events(events: list[str]) -> Callable[[dict[str, Any]], None]:
+    """Adds ``events`` next to ``event`` in a hook kind's schema: an entry
+    names exactly one of the two (see `_expand`, which writes ``events`` out
+    into one entry per event before validation)."""
+
+    def extra(schema: dict[str, Any]) -> None:
+        properties: dict[str, Any] = schema.get("properties", {})
+        ordered: dict[str, Any] = {}
+        for name, prop in properties.items():
+            ordered[name] = prop
+            if name == "event":
+                ordered["events"] = {
+                    "description": "Several events, instead of 'event': the entry runs at "
+                    "each, as if written once per event in this place.",
+                    "type": "array",
+                    "items": {"type": "string", "enum": events},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                }
+        schema["properties"] = ordered
+        required = [r for r in schema.get("required", []) if r != "event"]
+        if required:
+            schema["required"] = required
+        else:
+            schema.pop("required", None)
+        schema["oneOf"] = [{"required": ["event"]}, {"required": ["events"]}]
+
+    return extra
 
 
 def _event_checker(info: KindInfo, preview: bool) -> Any:

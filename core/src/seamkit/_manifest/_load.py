@@ -12,6 +12,7 @@ from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
+from .._config import HookConfig
 from .._document import Placements, shown
 from .._errors import ManifestError, Problem
 from .._loader import get_registry
@@ -148,6 +149,8 @@ def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) 
         return _unknown_kind(loc, _category_at(loc), ctx.get("tag"), registry)
     if kind == "unknown_provider":
         return _unknown_kind(loc, "model", ctx.get("tag"), registry)
+    if kind == "missing" and _is_hook_event(loc):
+        return _no_event(loc, data, registry)
     if kind == "missing":
         field = loc[-1] if loc else "?"
         return Problem(
@@ -177,13 +180,38 @@ def _translate(err: Any, data: Any, registry: Registry, model: type[BaseModel]) 
             "${env:VAR} for plain text"
         )
     elif (
-        kind not in {"value_error", "unsupported_event", "preview_event", "model_format"}
+        kind
+        not in {
+            "value_error",
+            "unsupported_event",
+            "preview_event",
+            "model_format",
+            "duplicate_event",
+        }
         and not isinstance(value, dict | list)
         and "input" in err
         and f"'{value}'" not in message  # the message quotes it already
     ):
         message = f"{message}, got {_describe_input(value)}"
     return Problem(loc, message, hint=hint)
+
+
+def _is_hook_event(loc: tuple[str | int, ...]) -> bool:
+    """Whether ``loc`` is the ``event`` of a hook entry: ``hooks[i].event``."""
+    return len(loc) == 3 and loc[0] == "hooks" and isinstance(loc[1], int) and loc[2] == "event"
+
+
+def _no_event(loc: tuple[str | int, ...], data: Any, registry: Registry) -> Problem:
+    """A hook entry that names neither ``event`` nor ``events``."""
+    kind = _child(_child(data, "hooks"), loc[1])
+    tag = kind.get("kind") if isinstance(kind, dict) else None
+    info = registry.kind("hook", tag) if isinstance(tag, str) else None
+    supported = sorted(e.value for e in info.events) if info is not None else []
+    example = supported[0] if supported else "on_request_start"
+    hint = f"add 'event: {example}', or 'events: [...]' for several events"
+    if supported:
+        hint += f"; hook kind '{tag}' supports: " + ", ".join(supported)
+    return Problem(loc, "this hook entry names no event", hint=hint)
 
 
 def _unknown_kind(
@@ -268,7 +296,12 @@ def _allowed_fields(
         else:
             model = None
         previous = part
-    return sorted(model.model_fields) if model is not None else []
+    if model is None:
+        return []
+    fields = set(model.model_fields)
+    if issubclass(model, HookConfig):
+        fields.add("events")  # written out into one entry per event before validation
+    return sorted(fields)
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

@@ -12,7 +12,9 @@ events from ``seamkit.stream``. The only text kept here is one example body
 per *flow type* (``EXAMPLE_BODIES``, not one per event): the example of an
 event is the hookspec's signature returning its first accepted flow other than
 ``Continue``. tests/test_event_reference.py runs every (event, flow) example
-through the kernel's own dispatcher.
+through the kernel's own dispatcher. ``SCOPE_NOTES`` adds, for the events
+that change what the model sees, whether the change lasts the whole run or
+one model call; the tests check those claims against real runs.
 """
 
 from __future__ import annotations
@@ -65,6 +67,35 @@ EXAMPLE_SEAMKIT_NAMES = ("Message", "RequestPatch")
 
 OBSERVER_BODY = 'print(f"turn {ctx.turn}: {type(event).__name__}")'
 """What the example run observer does (observers return nothing)."""
+
+# --- how long a change lasts (prose kept here, shown after an event's "what and when") ---
+
+REQUEST_PATCHES_ANCHOR = "#request-patches"
+
+SCOPE_NOTES: dict[str, str] = {
+    "on_request_start": (
+        "**For the whole run.** The messages a `RewriteMessages` returns replace the "
+        "run's messages: every model call of the run is built from them, and "
+        "`RunResult.transcript` keeps them, so a session saves them and later runs "
+        "on it see them too. To change one model call only, return a `PatchRequest` "
+        "at [`on_pre_llm`](#on_pre_llm)."
+    ),
+    "on_pre_llm": (
+        "**For this one model call.** A `PatchRequest` changes only the request "
+        "about to be sent: the next call starts again from the run's messages and "
+        "settings, and the transcript (so a session) is unchanged, a patched "
+        "`history` included. The patches of several hooks merge: "
+        "`extra_context` appends, `additional_params` merges key by key, "
+        "`active_tools` narrows, and every other field is last writer wins (a "
+        "`patch_conflict` diagnostic names both hooks); see "
+        f"[Request patches]({REQUEST_PATCHES_ANCHOR}). To change what the model sees "
+        "for the rest of the run, rewrite the messages at "
+        "[`on_request_start`](#on_request_start)."
+    ),
+}
+"""A paragraph after an event's description: how long what its hooks change
+lasts (the run, or one model call). tests/test_event_reference.py checks each
+claim against a run."""
 
 
 class GeneratorError(Exception):
@@ -375,6 +406,8 @@ def _event_section(event: Any) -> list[str]:
     fn = getattr(hookspecs, event.value)
     names = {cls.__name__ for cls in flow_types()}
     lines = [f"### `{event.value}`", "", _what_and_when(fn.__doc__, names), ""]
+    if event.value in SCOPE_NOTES:
+        lines += [SCOPE_NOTES[event.value], ""]
     lines += _arguments(spec, fn)
     mode = spec.composition
     alias = alias_name(event.value)

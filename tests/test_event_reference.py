@@ -319,3 +319,104 @@ def test_the_observer_example_is_an_observer_the_kernel_accepts(
     ctx = make_context(turn=3)
     assert observer(ctx, seamkit.stream.TextDelta("hi", 3)) is None
     assert capsys.readouterr().out == "turn 3: TextDelta\n"
+
+
+# --- the scope notes: what lasts the run, what lasts one model call ---------------
+
+
+def test_the_scope_notes_are_in_their_event_sections() -> None:
+    sections = _sections(RENDERED)
+    assert set(gen.SCOPE_NOTES) <= {e.value for e in HookEvent}
+    for event, note in gen.SCOPE_NOTES.items():
+        assert note in sections[f"`{event}`"]
+    assert "whole run" in gen.SCOPE_NOTES["on_request_start"]
+    assert "one model call" in gen.SCOPE_NOTES["on_pre_llm"]
+    assert "last writer wins" in gen.SCOPE_NOTES["on_pre_llm"]
+
+
+@seamkit.tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return f"found {query}"
+
+
+TWO_CALLS = [
+    {"tool_calls": [{"name": "lookup", "arguments": {"query": "tea"}}]},
+    {"text": "done"},
+]
+"""A script whose run makes two model calls."""
+
+RULE = seamkit.Message.system("Answer in English.")
+
+
+class CountingPatch:
+    """Patches the first model call of a run only (the preamble and the
+    history sent), then lets the others go as they are."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @seamkit.hookimpl
+    def on_pre_llm(self, ctx: Any, request: seamkit.ModelRequest) -> F.PatchRequest | None:
+        self.calls += 1
+        if self.calls > 1:
+            return None
+        only = (seamkit.Message.user("sent once"),)
+        return F.PatchRequest(seamkit.RequestPatch(preamble="first call", history=only))
+
+
+async def test_request_start_rewrites_what_every_call_sees_and_the_session_keeps(
+    tmp_path: Path,
+) -> None:
+    from seamkit import SQLiteSessionStore
+    from seamkit.testing import ScriptedModel, scripted_hook
+
+    model = ScriptedModel(TWO_CALLS)
+    rewrite = scripted_hook(
+        "on_request_start", F.RewriteMessages([RULE, seamkit.Message.user("hi")])
+    )
+    agent = seamkit.Agent(model=model, tools=[lookup], hooks=[rewrite])
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    result = await agent.run("hello", session="s", store=store)
+    assert result.outcome.kind == "completed"
+    assert len(model.requests) == 2
+    for request in model.requests:  # every call of the run
+        assert request.messages[:2] == (RULE, seamkit.Message.user("hi"))
+    assert result.transcript[:2] == (RULE, seamkit.Message.user("hi"))
+    stored = await store.load("s")
+    assert stored is not None and tuple(stored.transcript) == tuple(result.transcript)
+
+
+async def test_pre_llm_patches_one_call_last_writer_wins_transcript_unchanged(
+    tmp_path: Path,
+) -> None:
+    from seamkit import SQLiteSessionStore
+    from seamkit.testing import ScriptedModel, scripted_hook
+
+    model = ScriptedModel(TWO_CALLS)
+    early = scripted_hook(
+        "on_pre_llm", F.PatchRequest(seamkit.RequestPatch(temperature=0.1)), name="a"
+    )
+    late = scripted_hook(
+        "on_pre_llm", F.PatchRequest(seamkit.RequestPatch(temperature=0.7)), name="b"
+    )
+    agent = seamkit.Agent(
+        model=model, tools=[lookup], preamble="baseline", hooks=[CountingPatch(), early, late]
+    )
+    store = SQLiteSessionStore(tmp_path / "s.db")
+    result = await agent.run("hello", session="s", store=store)
+    assert result.outcome.kind == "completed"
+    first, second = model.requests
+    # the patch changed the first call only ...
+    assert (first.preamble, first.messages) == ("first call", (seamkit.Message.user("sent once"),))
+    assert second.preamble == "baseline"
+    assert second.messages[0] == seamkit.Message.user("hello")
+    # ... the later hook's temperature wins, at every call, and the clash is named
+    assert first.temperature == second.temperature == 0.7
+    conflicts = [d for d in result.diagnostics if d.code == "patch_conflict"]
+    assert conflicts and all("'a'" in d.message and "'b'" in d.message for d in conflicts)
+    # ... and the transcript, so the session, never saw a patch
+    texts = [m.text for m in result.transcript]
+    assert "sent once" not in texts and texts[0] == "hello"
+    stored = await store.load("s")
+    assert stored is not None and tuple(stored.transcript) == tuple(result.transcript)

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import time
 import tomllib
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 from click.testing import CliRunner
 from seamkit._cli._group import cli
+from seamkit._cli._scaffold._next import NextSteps, _from_direct_url, kernel_requirement
 
 from tests.conftest import ROOT
 
@@ -155,10 +158,74 @@ def test_a_file_in_the_way_is_one_line(tmp_path: Path) -> None:
 def test_the_next_steps_name_the_folder_written(tmp_path: Path) -> None:
     code, output = _new(tmp_path, "trim", "--output", str(tmp_path / "abs dir"))
     assert code == 0, output
+    assert f"next, in a new virtual environment ({tmp_path}/abs dir/.venv):" in output
+    assert f"  python3 -m venv '{tmp_path}/abs dir/.venv'\n" in output
+    assert f"  source '{tmp_path}/abs dir/.venv/bin/activate'\n" in output
     assert f"pip install -e '{tmp_path}/abs dir[test]'" in output
     assert f"pytest '{tmp_path}/abs dir'" in output
     code, output = _new(tmp_path, "trim2")
     assert "pip install -e './trim2[test]'" in output and "pytest trim2" in output
+
+
+def test_the_next_steps_make_an_environment_and_install_the_kernel_first(
+    tmp_path: Path,
+) -> None:
+    code, output = _new(tmp_path, "trim")
+    assert code == 0, output
+    steps = output.split("next, in a new virtual environment (trim/.venv):\n", 1)[1]
+    kernel = shlex.join(["pip", "install", *kernel_requirement()])
+    assert steps.splitlines() == [
+        "  python3 -m venv trim/.venv",
+        "  source trim/.venv/bin/activate",
+        f"  {kernel}  # the kernel first: this seamkit, with its testing kit",
+        "  pip install -e './trim[test]'",
+        "  pytest trim",
+        "  seamkit plugins",
+    ]
+    # here, the kernel is this checkout's, installed editable by `uv sync`
+    assert kernel_requirement() == ("-e", f"{ROOT / 'core'}[testing]")
+
+
+def test_the_next_steps_on_windows() -> None:
+    steps = NextSteps(PurePath("trim"), ("seamkit[testing]==0.1.0",), windows=True)
+    assert steps.heading() == "next, in a new virtual environment (trim\\.venv):"
+    assert steps.commands() == [
+        "py -m venv trim\\.venv",
+        "trim\\.venv\\Scripts\\activate",
+        "pip install seamkit[testing]==0.1.0",
+        "pip install -e .\\trim[test]",
+        "pytest trim",
+        "seamkit plugins",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("direct_url", "expected"),
+    [
+        (None, ("seamkit[testing]==0.1.0",)),  # from the package index
+        ('{"url": "file://CORE", "dir_info": {}}', ("CORE[testing]",)),
+        ('{"url": "file://CORE", "dir_info": {"editable": true}}', ("-e", "CORE[testing]")),
+        ('{"url": "file:///gone/core", "dir_info": {}}', ("seamkit[testing]==0.1.0",)),
+        (
+            '{"url": "https://x.example/seamkit-0.1.0.tar.gz", "archive_info": {}}',
+            ("seamkit[testing] @ https://x.example/seamkit-0.1.0.tar.gz",),
+        ),
+        (
+            '{"url": "https://github.com/o/seamkit", "subdirectory": "core",'
+            ' "vcs_info": {"vcs": "git", "commit_id": "abc123"}}',
+            ("seamkit[testing] @ git+https://github.com/o/seamkit@abc123#subdirectory=core",),
+        ),
+        ("not json", ("seamkit[testing]==0.1.0",)),
+    ],
+)
+def test_the_kernel_is_installed_from_where_it_came(
+    direct_url: str | None, expected: tuple[str, ...]
+) -> None:
+    """PEP 610: pip and uv record where a distribution came from, unless it
+    came from an index."""
+    core = (ROOT / "core").as_posix()
+    text = direct_url.replace("CORE", core) if direct_url else None
+    assert _from_direct_url(text, "0.1.0") == tuple(e.replace("CORE", core) for e in expected)
 
 
 def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
@@ -251,6 +318,43 @@ def test_generate_install_and_test_in_a_fresh_environment(
     assert plugins[name]["distribution"] == f"seamkit-{name}"
     assert plugins[name]["kinds"] == [KINDS[kind].replace("trim", name)]
     assert plugins[name]["error"] is None
+
+
+@pytest.mark.slow
+def test_the_printed_next_steps_work_as_printed(fresh: FreshEnv, tmp_path: Path) -> None:
+    """A new user's shell: seamkit (from this checkout) on PATH, no
+    environment active; the next steps ``seamkit new plugin`` prints, pasted
+    into bash as they are, make a virtual environment, install this seamkit
+    and the plugin into it, pass the plugin's tests and list it."""
+    new = fresh.run(str(fresh.bin / "seamkit"), "new", "plugin", "trim", cwd=tmp_path)
+    assert new.returncode == 0, new.stdout + new.stderr
+    heading = "next, in a new virtual environment (trim/.venv):\n"
+    assert heading in new.stdout, new.stdout
+    commands = [line.removeprefix("  ") for line in new.stdout.split(heading, 1)[1].splitlines()]
+    assert f"pip install '{ROOT / 'core'}[testing]'" in commands[2]  # where fresh's came from
+    started = time.perf_counter()
+    env = {**_clean_env(), "PATH": f"{fresh.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for name in ("VIRTUAL_ENV", "PYTHONPATH", "PIP_REQUIRE_VIRTUALENV"):
+        env.pop(name, None)
+    script = "\n".join(["set -e", *commands, "command -v seamkit"])
+    out = subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
+    elapsed = time.perf_counter() - started
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"\b\d+ passed in ", out.stdout), out.stdout
+    assert "failed" not in out.stdout and "skipped" not in out.stdout
+    listed = [line.split() for line in out.stdout.splitlines() if line.startswith("trim ")]
+    assert listed and listed[0][:2] == ["trim", "seamkit-trim"], out.stdout
+    # the plugin's own environment ran its tests and `seamkit plugins`
+    venv_bin = tmp_path / "trim" / ".venv" / "bin"
+    assert out.stdout.strip().splitlines()[-1] == str(venv_bin / "seamkit")
+    print(f"\nthe printed next steps, run as printed: {elapsed:.1f} s")
 
 
 @pytest.mark.slow

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from hypothesis import given, strategies as st
-from seamkit import Message, ModelRequest
+from seamkit import Message, ModelRequest, ToolSpec
+from seamkit._expect import Expect, expect_keys
 from seamkit.testing import ScriptedModel, ScriptError
 
+from tests.conftest import ROOT
 from tests.properties._manifests import DEEP, scaled
 
 # The deep profile runs for much longer than pytest-timeout allows a test;
@@ -182,3 +185,143 @@ def test_a_malformed_turn_is_named_with_its_place(tmp_path: Path) -> None:
         f"model script {path}:3:19: turns[1].tool_calls[0].nme: unknown field 'nme' (and 1 more)"
     )
     assert info.value.hint == "did you mean 'name'? allowed fields: arguments, id, name"
+
+
+# --- what the model received: model.requests and the expect: keys --------------
+
+
+def test_the_model_records_every_request_it_received_in_order() -> None:
+    model = ScriptedModel([{"text": "a"}, {"text": "b", "deltas": ["b"]}])
+    first = ModelRequest(messages=(Message.user("one"),))
+    second = ModelRequest(messages=(Message.user("two"),), temperature=0.5)
+    third = ModelRequest(messages=(Message.user("three"),))
+
+    async def go() -> None:
+        await model.complete(first)
+        assert [item async for item in model.stream(second)][-1].message.text == "b"
+        with pytest.raises(ScriptError, match="ran out"):
+            await model.complete(third)
+
+    assert model.requests == []
+    asyncio.run(go())
+    assert model.requests == [first, second, third]  # the one past the script too
+
+
+def test_a_model_loaded_from_a_file_records_requests_too(tmp_path: Path) -> None:
+    path = tmp_path / "s.yaml"
+    path.write_text("- text: hi\n")
+    model = ScriptedModel.from_spec(str(path))
+    asyncio.run(model.complete(request()))
+    assert model.requests == [request()]
+
+
+async def test_an_agent_s_requests_are_the_ones_after_the_hooks() -> None:
+    from seamkit import Agent, RequestPatch, flow as F
+    from seamkit.testing import scripted_hook
+
+    model = ScriptedModel([{"text": "hi"}])
+    hook = scripted_hook("on_pre_llm", F.PatchRequest(RequestPatch(temperature=0.1)))
+    agent = Agent(model=model, preamble="You are terse.", hooks=[hook])
+    await agent.run("hello")
+    (sent,) = model.requests
+    assert (sent.preamble, sent.temperature) == ("You are terse.", 0.1)
+    assert sent.messages[-1] == Message.user("hello")
+
+
+EXPECTING = ModelRequest(
+    messages=(Message.user("hi"), Message.assistant("", None), Message.tool("c1", "42")),
+    preamble="Be brief.",
+    tools=(ToolSpec(name="calc"), ToolSpec(name="search")),
+    tool_choice="auto",
+    temperature=0.2,
+    max_tokens=100,
+)
+"""A request every key of ``MET`` holds."""
+
+MET: dict[str, Any] = {
+    "last_user": "hi",
+    "last_tool": "42",
+    "preamble": "Be brief.",
+    "tools": ["calc", "search"],
+    "tool_choice": "auto",
+    "temperature": 0.2,
+    "max_tokens": 100,
+}
+"""One value per ``expect:`` key that ``EXPECTING`` satisfies."""
+
+UNMET: dict[str, Any] = {
+    "last_user": "bye",
+    "last_tool": "41",
+    "preamble": None,
+    "tools": ["calc"],
+    "tool_choice": "required",
+    "temperature": 1.0,
+    "max_tokens": 5,
+}
+
+
+def test_the_examples_here_cover_every_expect_key() -> None:
+    assert set(MET) == set(UNMET) == set(expect_keys())
+
+
+@pytest.mark.parametrize("key", sorted(MET))
+def test_each_expect_key_passes_a_request_that_holds_it(key: str) -> None:
+    model = ScriptedModel([{"text": "ok", "expect": {key: MET[key]}}])
+    turn = asyncio.run(model.complete(EXPECTING))
+    assert turn.message.text == "ok"
+
+
+@pytest.mark.parametrize("key", sorted(UNMET))
+def test_each_expect_key_fails_a_request_that_differs_naming_what(key: str) -> None:
+    model = ScriptedModel([{"text": "ok", "expect": {key: UNMET[key]}}])
+    with pytest.raises(ScriptError) as info:
+        asyncio.run(model.complete(EXPECTING))
+    what = expect_keys()[key]
+    assert info.value.message == (
+        f"model script 'script' turn 1 expected {what} {UNMET[key]!r}, got {MET[key]!r}"
+    )
+    assert info.value.hint is not None and key in info.value.hint
+
+
+def test_null_expects_there_is_none() -> None:
+    bare = ModelRequest(messages=(Message.user("hi"),))
+    model = ScriptedModel([{"text": "ok", "expect": {"preamble": None, "last_tool": None}}] * 2)
+    asyncio.run(model.complete(bare))
+    with pytest.raises(ScriptError, match=r"expected the preamble .* None, got 'x'"):
+        asyncio.run(model.complete(bare.model_copy(update={"preamble": "x"})))
+
+
+def test_every_failing_key_is_counted_and_the_first_shown() -> None:
+    model = ScriptedModel([{"text": "ok", "expect": {"max_tokens": 1, "last_user": "no"}}])
+    with pytest.raises(ScriptError) as info:
+        asyncio.run(model.complete(EXPECTING))
+    assert info.value.message.endswith("expected the last user message 'no', got 'hi' (and 1 more)")
+    assert info.value.hint == "the turn's expect: keys that differ: last_user, max_tokens"
+
+
+def test_a_misspelt_expect_key_lists_the_keys() -> None:
+    with pytest.raises(ScriptError) as info:
+        ScriptedModel([{"text": "ok", "expect": {"last_usr": "hi"}}])
+    assert info.value.hint == (
+        "did you mean 'last_user'? allowed fields: " + ", ".join(sorted(expect_keys()))
+    )
+
+
+_VALUE = {str: "text", list[str]: "list of text", float: "number", int: "integer"}
+"""How the guide's table names an ``expect:`` key's value type."""
+
+
+def _expect_table() -> str:
+    """The guide's table of ``expect:`` keys, as ``Expect``'s fields give it."""
+    rows = ["| `expect:` key | value | compared with |", "|---|---|---|"]
+    for key, field in Expect.model_fields.items():
+        (value,) = [t for t in typing.get_args(field.annotation) if t is not type(None)]
+        rows.append(f"| `{key}` | {_VALUE[value]} | {expect_keys()[key]} |")
+    return "\n".join(rows) + "\n"
+
+
+def test_the_guide_lists_every_expect_key_in_one_table() -> None:
+    guide = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    table = _expect_table()
+    assert table in guide, f"update the table of expect: keys in docs/guide.md to:\n\n{table}"
+    assert guide.count("| `expect:` key |") == 1

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -55,23 +55,6 @@ CANARY = "canary-mcp-7d41c0e2-token"
 
 
 # --- helpers ---------------------------------------------------------------------
-
-
-class RecordingModel(ScriptedModel):
-    """A `ScriptedModel` that keeps every request it was asked."""
-
-    def __init__(self, turns: Sequence[dict[str, Any]]) -> None:
-        super().__init__(turns)
-        self.requests: list[seamkit.ModelRequest] = []
-
-    async def complete(self, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
-        self.requests.append(request)
-        return await super().complete(request)
-
-    async def stream(self, request: seamkit.ModelRequest) -> AsyncIterator[str | seamkit.ModelTurn]:
-        self.requests.append(request)
-        async for item in super().stream(request):
-            yield item
 
 
 Call = tuple[str, dict[str, Any]]
@@ -110,7 +93,7 @@ def run_once(
     closed after it."""
 
     async def go() -> seamkit.RunResult:
-        model = RecordingModel(turns(*steps, "done"))
+        model = ScriptedModel(turns(*steps, "done"))
         async with await seamkit.Agent.load(app, model=model) as agent:
             context = {"user": user} if user is not None else {}
             return await agent.run("hi", context=context)
@@ -166,7 +149,7 @@ def time_app() -> dict[str, Any]:
     tag = new_tag()
     app = manifest(time_entry(tag, toolset="time"), hooks=[INJECT_NOW])
     convert = {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
-    model = RecordingModel(turns([("time_convert_time", convert)], "done"))
+    model = ScriptedModel(turns([("time_convert_time", convert)], "done"))
 
     async def go() -> dict[str, Any]:
         async with await seamkit.Agent.load(app, model=model) as agent:
@@ -450,7 +433,7 @@ def test_http_through_the_cli_the_secret_stays_hidden(http_url: str, tmp_path: P
 def test_a_tool_list_change_is_seen_by_the_next_run_not_the_current_one() -> None:
     tag = new_tag()
     app = manifest(stdio_entry("main", tag, toolset="dyn"))
-    model = RecordingModel(
+    model = ScriptedModel(
         [
             *turns([("dyn_grow", {})], [("dyn_grown", {"x": 2})], "first"),
             {"tool_calls": [{"id": "c3", "name": "dyn_grown", "arguments": {"x": 21}}]},

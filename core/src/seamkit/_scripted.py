@@ -3,8 +3,10 @@
 A script is a list of turns (or ``{turns: [...]}``); each turn is
 ``{text: "..."}``, ``{tool_calls: [{name, arguments, id?}]}`` or both, with
 optional ``deltas: [...]`` to split streamed text, and optional
-``expect: {last_user: "..."}`` to check the request it answers. It runs out
-loudly: a request past the last turn is an error naming the script.
+``expect: {last_user: "..."}`` to check the request it answers (every key is
+declared in `._expect.Expect`). It runs out loudly: a request past the last
+turn is an error naming the script. ``model.requests`` holds every request
+it received, in order.
 
 ``{turns: [...], each_run: true}`` plays the script from its first turn in
 every run instead: the turn is picked by how many model turns the run has
@@ -22,6 +24,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ManifestError, Problem, ScriptError
+from ._expect import Expect
 from ._types import Message, MessageToolCall, ModelRequest, ModelTurn, Usage
 from .injection import PREFIX
 
@@ -41,14 +44,6 @@ class _Call(BaseModel):
     id: str | None = None
 
 
-class _Expect(BaseModel):
-    """What a turn checks in the request it answers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    last_user: str | None = None
-
-
 class _Turn(BaseModel):
     """One scripted model turn: text, tool calls or both."""
 
@@ -57,7 +52,7 @@ class _Turn(BaseModel):
     text: str | None = None
     tool_calls: list[_Call] | None = None
     deltas: list[str] | None = None
-    expect: _Expect | None = None
+    expect: Expect | None = None
 
 
 class _Script(BaseModel):
@@ -70,7 +65,8 @@ class _Script(BaseModel):
 
 
 class ScriptedModel:
-    """A model that answers from a list of scripted turns, in order."""
+    """A model that answers from a list of scripted turns, in order, and keeps
+    every request it received in ``requests``."""
 
     def __init__(
         self,
@@ -92,6 +88,9 @@ class ScriptedModel:
             ) from None
         self.position = 0
         self.each_run = each_run
+        self.requests: list[ModelRequest] = []
+        """Every request received (by ``complete`` and ``stream``), in order;
+        one that ran past the script or failed its turn's ``expect`` too."""
 
     @property
     def spec(self) -> str:
@@ -147,6 +146,7 @@ class ScriptedModel:
         return model
 
     def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str]]:
+        self.requests.append(request)
         if self.each_run:
             self.position = 0
             for message in reversed(request.messages):
@@ -161,15 +161,13 @@ class ScriptedModel:
             )
         turn = self.turns[self.position]
         self.position += 1
-        expected = turn.expect.last_user if turn.expect is not None else None
-        if expected is not None:
-            users = [m for m in request.messages if m.role == "user"]
-            got = users[-1].text if users else None
-            if got != expected:
-                raise ScriptError(
-                    f"model script {self.name!r} turn {self.position} expected the last user "
-                    f"message {expected!r}, got {got!r}"
-                )
+        mismatches = turn.expect.mismatches(request) if turn.expect is not None else []
+        if mismatches:
+            more = f" (and {len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
+            raise ScriptError(
+                f"model script {self.name!r} turn {self.position} {mismatches[0]}{more}",
+                hint="the turn's expect: keys that differ: " + ", ".join(m.key for m in mismatches),
+            )
         calls = [
             MessageToolCall.make(c.id or f"call_{self.position}_{i}", c.name, c.arguments)
             for i, c in enumerate(turn.tool_calls or [])

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._engine._dispatch import Dispatcher, HookStack, impls_of
 from .._errors import HookError
-from .._events import HookEvent
+from .._events import EVENTS, HookEvent
 from .._patch import RequestPatch
 from ._harness import Opaque, make_context, scripted_hook
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import SearchStrategy
 
 __all__ = ["check_hook_composes", "check_patch_laws"]
 
@@ -42,6 +45,7 @@ def check_hook_composes(
     hook: object | Callable[[], object],
     event: HookEvent | str,
     *,
+    args: SearchStrategy[tuple[Any, ...]] | None = None,
     max_examples: int | None = None,
 ) -> None:
     """Check that a hook composes at ``event`` with any neighbours:
@@ -51,7 +55,10 @@ def check_hook_composes(
       with the hooks after it gives the same net flow as the flat list.
 
     ``hook`` may be a zero-argument factory, called afresh for each example,
-    for hooks that keep state.
+    for hooks that keep state. ``args`` is the strategy the event's arguments
+    (after ``ctx``, in the hookspec's order) are drawn from; by default
+    ``strategies.event_arguments(event)``, which also takes one strategy per
+    argument you want to choose (``args=event_arguments(event, call=...)``).
     """
     from hypothesis import (  # lazy: hypothesis is a test-time dependency
         given,
@@ -62,6 +69,8 @@ def check_hook_composes(
     from .strategies import event_arguments, flows  # lazy: imports hypothesis
 
     e = HookEvent(event)
+    arguments = args if args is not None else event_arguments(e)
+    names = EVENTS[e].args[1:]
     factory = isinstance(hook, type) or (callable(hook) and not _has_impl(hook, e))
     make: Callable[[], object] = hook if factory else (lambda: hook)  # type: ignore[assignment]
 
@@ -70,8 +79,14 @@ def check_hook_composes(
             lambda fs: [scripted_hook(e, f, name=f"{prefix}{i}") for i, f in enumerate(fs)]
         )
 
-    @given(event_arguments(e), neighbours("before"), neighbours("after"))
+    @given(arguments, neighbours("before"), neighbours("after"))
     def composes(args: tuple[Any, ...], before: list[object], after: list[object]) -> None:
+        if not isinstance(args, tuple) or len(args) != len(names):
+            raise TypeError(
+                f"args= must draw a tuple of {e.value}'s {len(names)} arguments after ctx "
+                f"({', '.join(names)}), got {args!r}"
+            )
+
         async def both() -> tuple[Any, Any]:
             try:
                 alone = await Dispatcher(hooks=[make()]).dispatch(e, make_context(), *args)

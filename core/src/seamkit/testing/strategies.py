@@ -169,19 +169,42 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
     return st.one_of(*(options[t] for t in accepted))
 
 
-def event_arguments(event: HookEvent | str) -> st.SearchStrategy[tuple[Any, ...]]:
-    """Arguments (after ``ctx``) for a dispatch of ``event``."""
+def _argument_defaults(event: HookEvent) -> dict[str, st.SearchStrategy[Any]]:
+    """The strategy each of ``event``'s arguments (after ``ctx``) is drawn from."""
+    if event in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):
+        return {"messages": histories()}
+    if event == HookEvent.ON_PRE_LLM:
+        return {"request": model_requests()}
+    if event == HookEvent.ON_MODEL_TURN_FINISHED:
+        return {"turn": _text.map(lambda t: ModelTurn(message=Message.assistant(t)))}
+    if event == HookEvent.ON_PRE_TOOL_USE:
+        return {"call": tool_calls()}
+    if event == HookEvent.ON_POST_TOOL_USE:
+        return {"call": tool_calls(), "result": tool_results()}
+    if event == HookEvent.ON_INVALID_TOOL_CALL:
+        return {
+            "call": tool_calls(),
+            "error": _text,
+            "available_tools": st.lists(tool_names, max_size=3).map(tuple),
+        }
+    return {"result": _text.map(lambda t: RunResult(output=t))}
+
+
+def event_arguments(
+    event: HookEvent | str, **drawn_from: st.SearchStrategy[Any]
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """Arguments (after ``ctx``) for a dispatch of ``event``, in the order of
+    its hookspec. Name an argument to draw it from your own strategy instead
+    (``event_arguments("on_post_tool_use", call=tool_calls(st.just("search")))``);
+    the others keep theirs. An argument the event does not take is a
+    ``TypeError`` listing the ones it does."""
     e = HookEvent(event)
-    if e in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):
-        return histories().map(lambda h: (h,))
-    if e == HookEvent.ON_PRE_LLM:
-        return model_requests().map(lambda r: (r,))
-    if e == HookEvent.ON_MODEL_TURN_FINISHED:
-        return _text.map(lambda t: (ModelTurn(message=Message.assistant(t)),))
-    if e == HookEvent.ON_PRE_TOOL_USE:
-        return tool_calls().map(lambda c: (c,))
-    if e == HookEvent.ON_POST_TOOL_USE:
-        return st.tuples(tool_calls(), tool_results())
-    if e == HookEvent.ON_INVALID_TOOL_CALL:
-        return st.tuples(tool_calls(), _text, st.lists(tool_names, max_size=3).map(tuple))
-    return _text.map(lambda t: (RunResult(output=t),))
+    names = EVENTS[e].args[1:]
+    unknown = sorted(set(drawn_from) - set(names))
+    if unknown:
+        raise TypeError(
+            f"{e.value} has no argument {', '.join(map(repr, unknown))}; "
+            f"its arguments after ctx: {', '.join(names)}"
+        )
+    defaults = _argument_defaults(e)
+    return st.tuples(*(drawn_from.get(name, defaults[name]) for name in names))

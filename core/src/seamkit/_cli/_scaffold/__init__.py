@@ -1,15 +1,16 @@
 """``seamkit new plugin NAME``: write a complete plugin distribution to start
 from (`_plan` names its parts, `_write` renders the templates under
-``templates/``, this module is the command)."""
+``templates/``, `_next` says what to do next, this module is the command)."""
 
 from __future__ import annotations
 
-import shlex
+import os
 from pathlib import Path
 
 import click
 
 from ..._errors import SeamkitError
+from ._next import NextSteps, kernel_requirement
 from ._plan import KINDS, PluginPlan
 from ._write import write_plugin
 
@@ -40,7 +41,8 @@ def new_command() -> None:
 )
 def plugin_command(name: str, kind: str, output: Path | None) -> None:
     """Write a plugin distribution into ./NAME: pyproject with the entry point,
-    module, README and tests that pass. Install it with pip install ./NAME."""
+    module, README and tests that pass. It prints the next steps: a virtual
+    environment, this seamkit with its testing kit, the plugin, its tests."""
     plan = PluginPlan.for_name(name, kind)
     target = output if output is not None else Path(name)
     if target.exists() and not target.is_dir():
@@ -63,8 +65,7 @@ def plugin_command(name: str, kind: str, output: Path | None) -> None:
     click.echo(f"wrote {plan.distribution} ({plan.what} '{plan.name}') to {target}/:")
     for path in written:
         click.echo(f"  {path.relative_to(target).as_posix()}")
-    where = target.as_posix() if target.is_absolute() else f"./{target.as_posix()}"
-    click.echo("next:")
-    click.echo(f"  pip install -e {shlex.quote(where + '[test]')}")
-    click.echo(f"  pytest {shlex.quote(target.as_posix())}")
-    click.echo("  seamkit plugins")
+    steps = NextSteps(target, kernel_requirement(), windows=os.name == "nt")
+    click.echo(steps.heading())
+    for command in steps.commands():
+        click.echo(f"  {command}")

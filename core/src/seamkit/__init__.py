@@ -124,6 +124,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
 
     __version__: str
 
+
 def _version() -> str:
     """The installed version of seamkit: ``seamkit.__version__``."""
     from importlib.metadata import version  # lazy: read on first use only

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
-    from . import strategies as strategies
     from .._errors import ScriptError as ScriptError
     from .._scripted import ScriptedModel as ScriptedModel
+    from . import strategies as strategies
     from ._agents import (
         Recorder as Recorder,
         StreamedRun as StreamedRun,

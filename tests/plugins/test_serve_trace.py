@@ -17,7 +17,7 @@ from opentelemetry.propagate import inject
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from seamkit_serve._trace import incoming
+from seamkit.plugins import continue_trace
 
 from tests.plugins.test_serve import Served, ask
 
@@ -65,7 +65,7 @@ def test_continuing_a_trace_keeps_the_rest_of_the_current_context() -> None:
     caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     token = context.attach(baggage.set_baggage("tenant", "acme"))
     try:
-        with incoming({"traceparent": caller}):
+        with continue_trace({"traceparent": caller}):
             assert baggage.get_baggage("tenant") == "acme"  # e.g. an ASGI middleware's
             current = trace.get_current_span().get_span_context()
             assert f"{current.trace_id:032x}" == caller.split("-")[1]

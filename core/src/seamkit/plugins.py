@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._lazy import LazyModule as LazyModule, lazy_module
+from ._lazy import LazyModule as LazyModule, lazy_module as lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._dispatch import ConfiguredHook as ConfiguredHook

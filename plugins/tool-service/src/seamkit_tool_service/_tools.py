@@ -20,14 +20,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from seamkit import ActionContext, Secret, Tool, ToolResult, redact
-from seamkit.plugins import secret_texts
+from seamkit.plugins import current_trace_headers, secret_texts
 
 from ._config import Argument, ServiceDescriptor, parameters_schema
 from ._envelope import Reply, decode_reply, encode_request
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
-from ._trace import outgoing
 from ._transport import Call, Dropped, Replies, Transport
 
 __all__ = ["USER_PROPERTY", "Connections", "service_tool"]
@@ -283,7 +282,13 @@ def service_tool(
         transport = connections.get(key)
         started = asyncio.get_running_loop().time()
         request = Call(
-            service, call_id, payload, outgoing(), started + total, total, message_timeout
+            service,
+            call_id,
+            payload,
+            current_trace_headers(),
+            started + total,
+            total,
+            message_timeout,
         )
         try:
             replies = await transport.exchange(request)

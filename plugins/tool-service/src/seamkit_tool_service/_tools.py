@@ -11,6 +11,7 @@ service's own or the transport's, becomes ``Error: <type>: <message>``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
@@ -19,7 +20,7 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from seamkit import ActionContext, Secret, Tool, ToolResult, redact
+from seamkit import ActionContext, Secret, Tool, ToolResult, redact, secret_json
 from seamkit.plugins import current_trace_headers, secret_texts
 
 from ._config import Argument, ServiceDescriptor, parameters_schema
@@ -37,19 +38,12 @@ USER_PROPERTY = "user"
 log = logging.getLogger("seamkit_tool_service")
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps_revealed = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=functools.partial(secret_json, reveal=True)
+).encode
+"""JSON with every `Secret` as its value: a tool's config values go on the wire."""
 _prefix = secrets.token_hex(4)
 _counter = itertools.count(1)
-
-
-def _plain(value: object) -> object:
-    """``value`` with every `Secret` revealed (config values go on the wire)."""
-    if isinstance(value, Secret):
-        return value.get_secret_value()
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 class Connections:
@@ -262,7 +256,7 @@ def service_tool(
 ) -> Tool:
     """A tool that calls ``service`` with ``config`` (the tool's config
     values) and the model's arguments, which ``arguments`` describe."""
-    config_text = _dumps(_plain(config))
+    config_text = _dumps_revealed(dict(config))
     config_secrets = tuple(secret_texts(config))
     total = (
         service.timeout_seconds

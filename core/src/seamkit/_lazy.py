@@ -34,7 +34,10 @@ def lazy_module(
     *,
     defined: Iterable[str] = (),
 ) -> LazyModule:
-    """The PEP 562 hooks and ``__all__`` of module ``name`` (pass ``__name__``)::
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of an entry module
+    whose public names come from one table, each loaded on first use (PEP 562).
+
+    ::
 
         __getattr__, __dir__, __all__ = lazy_module(
             __name__, {"NoteConfig": "._config", "NoteHook": "._hook"},

@@ -232,8 +232,11 @@ def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
 
 
 def secret_json(value: Any, *, reveal: bool = False, source: bool = False) -> Any:
-    """The one ``default=`` for `json.dumps` (or ``fallback=`` for pydantic's
-    ``to_json``) when what is written may hold a `Secret`::
+    """The one way a `Secret` is written as JSON: the ``default=`` of
+    `json.dumps` (or ``fallback=`` of pydantic's ``to_json``) wherever what is
+    written may hold one.
+
+    ::
 
         json.dumps(data, default=seamkit.secret_json)  # a secret is written "***"
 

@@ -20,6 +20,8 @@ import pytest
 import seamkit
 from pydantic import BaseModel
 
+from tests.core.test_module_graph import unexplained_imports
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "core" / "src" / "seamkit"
 DISTRIBUTIONS = sorted(
@@ -179,20 +181,12 @@ def test_every_distribution_registers_with_seamkit_or_says_why_not() -> None:
 
 
 def test_every_import_inside_a_function_in_plugins_and_contrib_gives_its_reason() -> None:
-    unexplained = []
-    for folder in _package_dirs().values():
-        for path in sorted(folder.rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            lines = text.splitlines()
-            for node in ast.walk(ast.parse(text)):
-                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                    continue
-                for inner in ast.walk(node):
-                    if isinstance(inner, ast.Import | ast.ImportFrom):
-                        line = lines[inner.lineno - 1]
-                        if "# lazy:" not in line:
-                            where = path.relative_to(ROOT)
-                            unexplained.append(f"{where}:{inner.lineno}: {line.strip()}")
+    unexplained = [
+        line
+        for folder in _package_dirs().values()
+        for path in sorted(folder.rglob("*.py"))
+        for line in unexplained_imports(path, str(path.relative_to(ROOT)))
+    ]
     assert not unexplained, "\n".join(unexplained)
 
 

@@ -193,16 +193,13 @@ def bare_app() -> Any:
 
 def serve_bare(port: int, workers: int) -> None:
     """Serve `bare_app` as ``seamkit serve`` serves its app: the socket bound
-    the same way (``TCP_NODELAY``, backlog 2048), the same uvicorn options."""
+    by the same function (`seamkit.plugins.listening_socket`: ``TCP_NODELAY``,
+    backlog 2048), the same uvicorn options."""
     import uvicorn
+    from seamkit.plugins import listening_socket
     from uvicorn.supervisors import Multiprocess
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", port))
-    sock.listen(2048)
-    sock.set_inheritable(True)
+    sock = listening_socket("127.0.0.1", port)
     config = uvicorn.Config(
         "tests.benchmarks.bench_serve:bare_app",
         factory=True,

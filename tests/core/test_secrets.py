@@ -141,3 +141,27 @@ def test_a_secret_inside_a_longer_manifest_string_is_masked_on_its_own(
     assert result.outcome.kind == "completed"
     assert token not in result.model_dump_json() and token not in caplog.text
     assert "rejected token ***" in caplog.text
+
+
+# --- seamkit.secret_json: the one Secret -> JSON fallback ------------------------------
+
+
+def test_secret_json_masks_a_secret_by_default() -> None:
+    data = {"token": Secret(CANARY), "n": 1}
+    assert json.dumps(data, default=seamkit.secret_json) == '{"token": "***", "n": 1}'
+
+
+def test_secret_json_writes_the_manifest_text_or_the_value_when_asked() -> None:
+    import functools
+
+    secret = Secret(CANARY, source="${secret:TOKEN}")
+    as_written = functools.partial(seamkit.secret_json, source=True)
+    revealed = functools.partial(seamkit.secret_json, reveal=True)
+    assert json.dumps([secret], default=as_written) == '["${secret:TOKEN}"]'
+    assert json.dumps([Secret(CANARY)], default=as_written) == '["***"]'  # no manifest text
+    assert json.dumps([secret], default=revealed) == f'["{CANARY}"]'
+
+
+def test_secret_json_refuses_anything_else_as_json_does() -> None:
+    with pytest.raises(TypeError, match="object is not JSON-serialisable"):
+        json.dumps({"x": object()}, default=seamkit.secret_json)

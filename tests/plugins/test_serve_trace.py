@@ -1,6 +1,7 @@
 """``seamkit serve`` continues a caller's W3C trace context: a request's
 ``traceparent`` (and ``tracestate``) header is the context of its run, whole
-or streamed, so that a tool of the app runs in the caller's trace.
+or streamed, so that a tool of the app runs in the caller's trace; the
+caller's ``baggage`` header comes along.
 
 The server is a real process (`Served`), without an OpenTelemetry SDK of its
 own: the tool sees the caller's span context itself. The served app is
@@ -17,7 +18,7 @@ from opentelemetry.propagate import inject
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from seamkit_serve._trace import incoming
+from seamkit.plugins import continue_trace
 
 from tests.plugins.test_serve import Served, ask
 
@@ -61,11 +62,21 @@ def test_a_request_without_a_traceparent_runs_in_no_trace(served: Served, stream
     assert where(served, stream, {"tracestate": "seamkit=test"}) == "none"
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_run_keeps_the_callers_baggage(served: Served, stream: bool) -> None:
+    # the same helpers as tool-service's (seamkit.plugins): baggage kept on both
+    caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    seen = where(served, stream, {"traceparent": caller, "baggage": "tenant=acme,plan=pro"})
+    assert seen.startswith("4bf92f3577b34da6a3ce929d0e0e4736 ")
+    assert seen.endswith(" baggage:plan=pro,tenant=acme")
+    assert where(served, stream, {"baggage": "tenant=acme"}) == "none baggage:tenant=acme"
+
+
 def test_continuing_a_trace_keeps_the_rest_of_the_current_context() -> None:
     caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
     token = context.attach(baggage.set_baggage("tenant", "acme"))
     try:
-        with incoming({"traceparent": caller}):
+        with continue_trace({"traceparent": caller}):
             assert baggage.get_baggage("tenant") == "acme"  # e.g. an ASGI middleware's
             current = trace.get_current_span().get_span_context()
             assert f"{current.trace_id:032x}" == caller.split("-")[1]

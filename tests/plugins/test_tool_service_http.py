@@ -28,6 +28,7 @@ import seamkit
 import seamkit_tool_service as ts
 import uvicorn
 from hypothesis import given, strategies as st
+from opentelemetry import baggage, context
 from opentelemetry.sdk.trace import TracerProvider
 from seamkit.stream import ToolCompleted, ToolOutputDelta
 from seamkit.testing import ScriptedModel
@@ -535,6 +536,26 @@ def test_trace_context_reaches_the_service_in_http_headers(served: dict[str, str
 
     trace_id, content = asyncio.run(go())
     assert trace_id != "0" * 32 and json.loads(content)["trace_id"] == trace_id
+
+
+def test_the_callers_baggage_reaches_the_service_in_http_headers(served: dict[str, str]) -> None:
+    # the same helpers as seamkit serve's (seamkit.plugins): baggage kept on both
+    tracer = TracerProvider().get_tracer("tests.tool-service-http")
+    manifest = app([service("trace-echo", served["trace-echo"])], [tool("t", "trace-echo", TEXT)])
+
+    async def go() -> str:
+        async with await seamkit.Agent.load(
+            manifest, model=script([("t", {"text": "a"})])
+        ) as agent:
+            token = context.attach(baggage.set_baggage("tenant", "acme"))
+            try:
+                with tracer.start_as_current_span("caller"):
+                    result = await agent.run("hi", context={"user": "ann"})
+            finally:
+                context.detach(token)
+        return results(result)["c1"]
+
+    assert json.loads(asyncio.run(go()))["baggage"] == {"tenant": "acme"}
 
 
 def test_a_secret_a_service_echoes_back_is_masked_in_the_result(

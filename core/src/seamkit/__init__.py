@@ -11,10 +11,13 @@ Modules whose names start with an underscore are private.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
+    from collections.abc import Callable
+
     from . import (
         flow as flow,
         hookspecs as hookspecs,
@@ -28,6 +31,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         KindConfig as KindConfig,
         ModelConfig as ModelConfig,
         RefreshCondition as RefreshCondition,
+        Settings as Settings,
         ToolConfig as ToolConfig,
     )
     from ._context import (
@@ -66,7 +70,6 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._manifest import (
         AppConfig as AppConfig,
         SessionsConfig as SessionsConfig,
-        Settings as Settings,
     )
     from ._patch import (
         RequestPatch as RequestPatch,
@@ -80,6 +83,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         Redactor as Redactor,
         Secret as Secret,
         redact as redact,
+        secret_json as secret_json,
     )
     from ._signature import (
         Injected as Injected,
@@ -120,7 +124,15 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
 
     __version__: str
 
-_PUBLIC: dict[str, str] = {
+
+def _version() -> str:
+    """The installed version of seamkit: ``seamkit.__version__``."""
+    from importlib.metadata import version  # lazy: read on first use only
+
+    return version("seamkit")
+
+
+_PUBLIC: dict[str, str | Callable[[], object]] = {
     # name: the module that defines it ("" for a public submodule)
     "flow": "",
     "hookspecs": "",
@@ -161,6 +173,7 @@ _PUBLIC: dict[str, str] = {
     "Redactor": "._secret",
     "Secret": "._secret",
     "redact": "._secret",
+    "secret_json": "._secret",
     "SQLiteSessionStore": "._persistence._sessions",
     "SessionStore": "._persistence._sessions",
     "StoredSession": "._persistence._sessions",
@@ -190,29 +203,7 @@ _PUBLIC: dict[str, str] = {
     "ToolResult": "._types",
     "ToolSpec": "._types",
     "Usage": "._types",
-    "__version__": "",
+    "__version__": _version,
 }
 
-__all__ = sorted(_PUBLIC)
-
-
-def __getattr__(name: str) -> Any:
-    # Public names load on first use (PEP 562), so `import seamkit` costs
-    # little and a process pays only for what it touches.
-    module = _PUBLIC.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
-    if name == "__version__":
-        from importlib.metadata import version  # lazy: read on first use only
-
-        value: Any = version("seamkit")
-    elif module == "":
-        value = importlib.import_module(f".{name}", __name__)
-    else:
-        value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__, __all__ = lazy_module(__name__, _PUBLIC)

@@ -14,7 +14,7 @@ from urllib.parse import quote, quote_plus
 from pydantic import BaseModel, GetCoreSchemaHandler
 from pydantic_core import core_schema
 
-__all__ = ["MASK", "Redactor", "Secret", "as_json", "redact", "secret_texts"]
+__all__ = ["MASK", "Redactor", "Secret", "redact", "secret_json", "secret_texts"]
 
 T = TypeVar("T")
 
@@ -231,11 +231,22 @@ def redact(text: str, secrets: Iterable[str | Secret[Any]]) -> str:
     return Redactor(secrets)(text)
 
 
-def as_json(value: Any, *, source: bool = False) -> Any:
-    """The ``fallback`` (or ``default``) of a JSON encoder that meets a value
-    it cannot write: a `Secret` is written as ``***`` (as the manifest text it
-    came from, ``${secret:...}``, with ``source=True``); anything else is a
-    `TypeError`."""
+def secret_json(value: Any, *, reveal: bool = False, source: bool = False) -> Any:
+    """The one way a `Secret` is written as JSON: the ``default=`` of
+    `json.dumps` (or ``fallback=`` of pydantic's ``to_json``) wherever what is
+    written may hold one.
+
+    ::
+
+        json.dumps(data, default=seamkit.secret_json)  # a secret is written "***"
+
+    A `Secret` is written as ``***``; with ``source=True`` as the manifest
+    text it came from (``${secret:API_KEY}``) when it has one; with
+    ``reveal=True`` as its value, for a request body that must carry it
+    (``functools.partial(seamkit.secret_json, reveal=True)``). Anything else
+    is a `TypeError`, as without a ``default``."""
     if isinstance(value, Secret):
+        if reveal:
+            return value.get_secret_value()
         return (value.source or MASK) if source else MASK
     raise TypeError(f"{type(value).__name__} is not JSON-serialisable")

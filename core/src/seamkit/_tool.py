@@ -20,7 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from ._context import ActionContext
 from ._errors import InvalidToolCall, ToolDefinitionError
 from ._flatcheck import flat_check
-from ._secret import Redactor, Secret, as_json, secret_texts
+from ._secret import Redactor, Secret, secret_json, secret_texts
 from ._signature import ToolSignature, describe
 from ._types import ToolResult, ToolSpec
 
@@ -428,7 +428,7 @@ class Tool:
             )
         else:
             try:
-                content = to_json(result, fallback=as_json).decode()
+                content = to_json(result, fallback=secret_json).decode()
             except Exception as exc:
                 mask = (redactor or _NO_REDACTOR).extend([*secret_texts(ctx), *secrets])
                 why = mask(str(exc))
@@ -532,10 +532,9 @@ def _qualname(function: Callable[..., Any]) -> str:
 def _unwrap(hidden: list[str], value: Any) -> Any:
     """A `Secret` argument's value, for validation; its text is remembered to
     be masked in errors."""
-    if isinstance(value, Secret):
-        hidden.extend(secret_texts(value))  # the value, and its secret parts
-        return value.get_secret_value()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
+    plain = secret_json(value, reveal=True)  # a TypeError for anything but a Secret
+    hidden.extend(secret_texts(value))  # the value, and its secret parts
+    return plain
 
 
 def _frames(exc: BaseException) -> str:

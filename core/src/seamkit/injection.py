@@ -42,7 +42,7 @@ from operator import attrgetter
 from typing import Any, Literal
 
 from ._config import Placement
-from ._secret import Secret, as_json
+from ._secret import secret_json
 from ._types import Message, MessageToolCall
 
 __all__ = [
@@ -76,13 +76,19 @@ MAX_ID = 40
 """The longest id a synthetic pair may have (the OpenAI limit on tool-call ids)."""
 
 
+_AS_WRITTEN = functools.partial(secret_json, source=True)
+"""Secrets as their manifest text: what identities hash."""
+_REVEALED = functools.partial(secret_json, reveal=True)
+"""Secrets as their values: what the digest of rendered arguments hashes."""
+
+
 def _h6(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:6]
 
 
 def arguments_text(arguments: Mapping[str, Any]) -> str:
     """``json.dumps(arguments, sort_keys=True)``, secrets as their manifest text."""
-    return json.dumps(arguments, sort_keys=True, default=functools.partial(as_json, source=True))
+    return json.dumps(arguments, sort_keys=True, default=_AS_WRITTEN)
 
 
 def _identity(name: str, arguments: Mapping[str, Any]) -> str:
@@ -281,7 +287,7 @@ def inject_tool_result(
     key_content = _random.token_hex(16) if frequency == "always" else content
     new_id = synthetic_id(name, arguments, key_content, expiry=expiry)
     shown = json.dumps(
-        shown_arguments if shown_arguments is not None else arguments, default=as_json
+        shown_arguments if shown_arguments is not None else arguments, default=secret_json
     )
     out = list(messages)
     identity = new_id[len(PREFIX) : len(PREFIX) + 12]
@@ -346,12 +352,6 @@ def _records(state: MutableMapping[str, Any]) -> dict[str, Any]:
     return held
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Secret):
-        return value.get_secret_value()
-    raise TypeError(f"{type(value).__name__} is not JSON-serialisable")
-
-
 def argument_digest(state: MutableMapping[str, Any], arguments: Mapping[str, Any]) -> str:
     """A keyed digest of the *rendered* ``arguments`` (secrets by their value):
     HMAC-SHA256 under a random key kept in ``state`` (made on first use), so
@@ -361,7 +361,7 @@ def argument_digest(state: MutableMapping[str, Any], arguments: Mapping[str, Any
     key = held.get("key")
     if not isinstance(key, str):
         key = held["key"] = _random.token_hex(32)
-    text = json.dumps(arguments, sort_keys=True, default=_plain)
+    text = json.dumps(arguments, sort_keys=True, default=_REVEALED)
     return hmac.digest(bytes.fromhex(key), text.encode("utf-8"), "sha256").hex()[:32]
 
 

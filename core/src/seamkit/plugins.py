@@ -23,105 +23,109 @@ receives.
   `seamkit.redact` on what a plugin writes.
 - `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
   which lets ``seamkit sessions export --raw`` save a row that does not parse.
+- `lazy_module`, `LazyModule`: the one table of a plugin's public names
+  behind its ``__all__``, each module imported on first use (PEP 562).
+- `listening_socket`, `trace_headers`, `continue_trace`,
+  `current_trace_headers`, `TRACE_HEADERS`: what plugins that serve share (a
+  socket with ``TCP_NODELAY`` on; W3C trace context and baggage in headers).
+
+Every name but `lazy_module` loads on first use, so that a plugin's entry
+module can import this one for nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._loader import (
-    API_VERSION,
-    add_plugin,
-    get_registry,
-    kernel_version,
-    load_plugins,
-    reset_registry,
-)
-from ._registry import (
-    BuildContext,
-    Category,
-    HookFactory,
-    KindInfo,
-    ModelFactory,
-    ModelProviderInfo,
-    PluginInfo,
-    RegisterHookKind,
-    RegisterModel,
-    RegisterRefreshCondition,
-    RegisterSection,
-    RegisterStore,
-    RegisterToolKind,
-    Registrar,
-    Registry,
-    SectionInfo,
-    SectionTools,
-    SkippedPlugin,
-    StoreFactory,
-    StoreSchemeInfo,
-    ToolResolver,
-)
-from ._secret import secret_texts
+from ._lazy import LazyModule as LazyModule, lazy_module as lazy_module
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._engine._dispatch import ConfiguredHook as ConfiguredHook
+    from ._loader import (
+        API_VERSION as API_VERSION,
+        add_plugin as add_plugin,
+        get_registry as get_registry,
+        kernel_version as kernel_version,
+        load_plugins as load_plugins,
+        reset_registry as reset_registry,
+    )
     from ._persistence._sessions import (
         RawSession as RawSession,
         RawSessionReader as RawSessionReader,
     )
+    from ._registry import (
+        BuildContext as BuildContext,
+        Category as Category,
+        HookFactory as HookFactory,
+        KindInfo as KindInfo,
+        ModelFactory as ModelFactory,
+        ModelProviderInfo as ModelProviderInfo,
+        PluginInfo as PluginInfo,
+        RegisterHookKind as RegisterHookKind,
+        RegisterModel as RegisterModel,
+        RegisterRefreshCondition as RegisterRefreshCondition,
+        RegisterSection as RegisterSection,
+        RegisterStore as RegisterStore,
+        RegisterToolKind as RegisterToolKind,
+        Registrar as Registrar,
+        Registry as Registry,
+        SectionInfo as SectionInfo,
+        SectionTools as SectionTools,
+        SkippedPlugin as SkippedPlugin,
+        StoreFactory as StoreFactory,
+        StoreSchemeInfo as StoreSchemeInfo,
+        ToolResolver as ToolResolver,
+    )
+    from ._secret import secret_texts as secret_texts
+    from ._serving import (
+        TRACE_HEADERS as TRACE_HEADERS,
+        continue_trace as continue_trace,
+        current_trace_headers as current_trace_headers,
+        listening_socket as listening_socket,
+        trace_headers as trace_headers,
+    )
 
-__all__ = [
-    "API_VERSION",
-    "BuildContext",
-    "Category",
-    "ConfiguredHook",
-    "HookFactory",
-    "KindInfo",
-    "ModelFactory",
-    "ModelProviderInfo",
-    "PluginInfo",
-    "RawSession",
-    "RawSessionReader",
-    "RegisterHookKind",
-    "RegisterModel",
-    "RegisterRefreshCondition",
-    "RegisterSection",
-    "RegisterStore",
-    "RegisterToolKind",
-    "Registrar",
-    "Registry",
-    "SectionInfo",
-    "SectionTools",
-    "SkippedPlugin",
-    "StoreFactory",
-    "StoreSchemeInfo",
-    "ToolResolver",
-    "add_plugin",
-    "get_registry",
-    "kernel_version",
-    "load_plugins",
-    "reset_registry",
-    "secret_texts",
-]
-
-
-def __getattr__(name: str) -> object:
-    # `ConfiguredHook` brings the dispatcher and asyncio with it: a plugin that
-    # imports this module for `BuildContext` must not pay for them at load time.
-    if name == "ConfiguredHook":
-        from ._engine._dispatch import ConfiguredHook  # lazy: see above
-
-        return ConfiguredHook
-    # The session types bring SQLite and file locks: loading plugins needs neither.
-    if name == "RawSession":
-        from ._persistence._sessions import RawSession  # lazy: see above
-
-        return RawSession
-    if name == "RawSessionReader":
-        from ._persistence._sessions import RawSessionReader  # lazy: see above
-
-        return RawSessionReader
-    raise AttributeError(f"module 'seamkit.plugins' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        # the dispatcher brings asyncio; the session types SQLite and file
+        # locks: loading plugins needs none of them
+        "ConfiguredHook": "._engine._dispatch",
+        "API_VERSION": "._loader",
+        "add_plugin": "._loader",
+        "get_registry": "._loader",
+        "kernel_version": "._loader",
+        "load_plugins": "._loader",
+        "reset_registry": "._loader",
+        "BuildContext": "._registry",
+        "Category": "._registry",
+        "HookFactory": "._registry",
+        "KindInfo": "._registry",
+        "ModelFactory": "._registry",
+        "ModelProviderInfo": "._registry",
+        "PluginInfo": "._registry",
+        "RegisterHookKind": "._registry",
+        "RegisterModel": "._registry",
+        "RegisterRefreshCondition": "._registry",
+        "RegisterSection": "._registry",
+        "RegisterStore": "._registry",
+        "RegisterToolKind": "._registry",
+        "Registrar": "._registry",
+        "Registry": "._registry",
+        "SectionInfo": "._registry",
+        "SectionTools": "._registry",
+        "SkippedPlugin": "._registry",
+        "StoreFactory": "._registry",
+        "StoreSchemeInfo": "._registry",
+        "ToolResolver": "._registry",
+        "secret_texts": "._secret",
+        "TRACE_HEADERS": "._serving",
+        "continue_trace": "._serving",
+        "current_trace_headers": "._serving",
+        "listening_socket": "._serving",
+        "trace_headers": "._serving",
+        "RawSession": "._persistence._sessions",
+        "RawSessionReader": "._persistence._sessions",
+    },
+    defined=["LazyModule", "lazy_module"],
+)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import baggage, trace
 from seamkit_tool_service import DynamicToolService
 
 
 class TraceEcho(DynamicToolService):
     """Answers with the trace id (32 hex digits) of the span context current
-    while it runs, and the user and arguments it got.
+    while it runs, its baggage, and the user and arguments it got.
 
     No TracerProvider is needed here: the context extracted from the request
     headers holds a non-recording span whose trace id is the caller's; with
@@ -23,7 +23,12 @@ class TraceEcho(DynamicToolService):
 
     async def invoke(self, user: str, config: dict[str, Any], arguments: dict[str, Any]) -> Any:
         trace_id = trace.get_current_span().get_span_context().trace_id
-        return {"trace_id": format(trace_id, "032x"), "user": user, "arguments": arguments}
+        return {
+            "trace_id": format(trace_id, "032x"),
+            "baggage": dict(baggage.get_all()),
+            "user": user,
+            "arguments": arguments,
+        }
 
 
 class Sleeper(DynamicToolService):

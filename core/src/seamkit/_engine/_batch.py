@@ -27,7 +27,7 @@ from .. import flow as F
 from .._context import HookContext
 from .._errors import HookError, InvalidToolCall
 from .._events import HookEvent
-from .._secret import as_json, secret_texts
+from .._secret import secret_json, secret_texts
 from .._tool import Tool
 from .._toolmap import ToolMap
 from .._types import Failed, Outcome, Terminated, ToolCall, ToolResult
@@ -275,7 +275,7 @@ def _json(arguments: Any) -> str:
     """The wire text of arguments a hook wrote (secrets as ``***``); ``{}``
     when they are not JSON (validation then says why)."""
     try:
-        return to_json(arguments, fallback=as_json).decode()
+        return to_json(arguments, fallback=secret_json).decode()
     except Exception:
         return "{}"
 

@@ -20,63 +20,50 @@ Hypothesis is imported only when strategies or checks are used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .._errors import ScriptError
-    from .._scripted import ScriptedModel
-    from ._agents import Recorder, StreamedRun, build_agent, stream_run
-    from ._checks import check_hook_composes, check_patch_laws
-    from ._harness import Opaque, arun_event, make_context, run_event, scripted_hook
-    from ._refresh_checks import check_refresh_condition
+from .._lazy import lazy_module
 
-__all__ = [
-    "Opaque",
-    "Recorder",
-    "ScriptError",
-    "ScriptedModel",
-    "StreamedRun",
-    "arun_event",
-    "build_agent",
-    "check_hook_composes",
-    "check_patch_laws",
-    "check_refresh_condition",
-    "make_context",
-    "run_event",
-    "scripted_hook",
-    "strategies",
-    "stream_run",
-]
+if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
+    from .._errors import ScriptError as ScriptError
+    from .._scripted import ScriptedModel as ScriptedModel
+    from . import strategies as strategies
+    from ._agents import (
+        Recorder as Recorder,
+        StreamedRun as StreamedRun,
+        build_agent as build_agent,
+        stream_run as stream_run,
+    )
+    from ._checks import (
+        check_hook_composes as check_hook_composes,
+        check_patch_laws as check_patch_laws,
+    )
+    from ._harness import (
+        Opaque as Opaque,
+        arun_event as arun_event,
+        make_context as make_context,
+        run_event as run_event,
+        scripted_hook as scripted_hook,
+    )
+    from ._refresh_checks import check_refresh_condition as check_refresh_condition
 
-_LAZY = {
-    "ScriptedModel": ".._scripted",
-    "ScriptError": ".._errors",
-    "Recorder": "._agents",
-    "StreamedRun": "._agents",
-    "build_agent": "._agents",
-    "stream_run": "._agents",
-    "Opaque": "._harness",
-    "arun_event": "._harness",
-    "make_context": "._harness",
-    "run_event": "._harness",
-    "scripted_hook": "._harness",
-    "check_hook_composes": "._checks",
-    "check_patch_laws": "._checks",
-    "check_refresh_condition": "._refresh_checks",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name == "strategies":
-        value: Any = importlib.import_module(".strategies", __name__)
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
-    else:
-        raise AttributeError(f"module 'seamkit.testing' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "strategies": "",
+        "ScriptError": ".._errors",
+        "ScriptedModel": ".._scripted",
+        "Recorder": "._agents",
+        "StreamedRun": "._agents",
+        "build_agent": "._agents",
+        "stream_run": "._agents",
+        "check_hook_composes": "._checks",
+        "check_patch_laws": "._checks",
+        "Opaque": "._harness",
+        "arun_event": "._harness",
+        "make_context": "._harness",
+        "run_event": "._harness",
+        "scripted_hook": "._harness",
+        "check_refresh_condition": "._refresh_checks",
+    },
+)

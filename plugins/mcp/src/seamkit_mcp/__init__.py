@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
+from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     from seamkit.plugins import BuildContext
@@ -26,29 +27,18 @@ if TYPE_CHECKING:
     from ._results import to_result as to_result
     from ._toolset import USER_META_KEY as USER_META_KEY, MCPToolset as MCPToolset
 
-_LAZY = {
-    "MCPServerError": "._errors",
-    "MCPToolConfig": "._config",
-    "MCPToolset": "._toolset",
-    "USER_META_KEY": "._toolset",
-    "to_result": "._results",
-}
-
-__all__ = sorted([*_LAZY, "register_tool_kinds"])
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "MCPServerError": "._errors",
+        "MCPToolConfig": "._config",
+        "MCPToolset": "._toolset",
+        "USER_META_KEY": "._toolset",
+        "to_result": "._results",
+    },
+    defined=["register_tool_kinds"],
+)
 __seamkit_api__ = 1
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit_mcp' has no attribute {name!r}")
-    import importlib  # lazy: only when a public name is asked for
-
-    return getattr(importlib.import_module(module, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
 
 
 async def _resolve(config: MCPToolConfig, build: BuildContext) -> MCPToolset:

@@ -332,7 +332,7 @@ class Connection:
 
     async def list_tools(self) -> list[MCPTool]:
         """Every tool the server offers, page by page."""
-        from mcp.types import PaginatedRequestParams  # lazy only for the rare second page
+        from mcp.types import PaginatedRequestParams  # lazy: only for the rare second page
 
         session = await self.session()
         timeout = self.config.startup_timeout_seconds

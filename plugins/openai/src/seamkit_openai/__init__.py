@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
+from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     from seamkit.plugins import BuildContext
@@ -27,7 +28,14 @@ if TYPE_CHECKING:
     from ._config import OpenAIConfig as OpenAIConfig
     from ._model import OpenAIModel as OpenAIModel
 
-__all__ = ["OpenAIConfig", "OpenAIModel", "build_model", "register_models"]
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "OpenAIConfig": "._config",  # pydantic loads on registration
+        "OpenAIModel": "._model",  # httpx loads only when a model is built
+    },
+    defined=["build_model", "register_models"],
+)
 __seamkit_api__ = 1
 
 
@@ -42,25 +50,9 @@ def build_model(config: OpenAIConfig, build: BuildContext | None = None) -> Open
     return model
 
 
-def __getattr__(name: str) -> object:
-    if name == "OpenAIConfig":
-        from ._config import OpenAIConfig  # lazy: pydantic loads on registration
-
-        return OpenAIConfig
-    if name == "OpenAIModel":
-        from ._model import OpenAIModel  # lazy: see build_model
-
-        return OpenAIModel
-    raise AttributeError(f"module 'seamkit_openai' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
-
-
 @seamkit.hookimpl
 def register_models(register: Callable[..., None]) -> None:
     """Register the ``openai`` provider."""
-    from ._config import OpenAIConfig  # lazy: see __getattr__
+    from ._config import OpenAIConfig  # lazy: pydantic loads on registration
 
     register("openai", build_model, config=OpenAIConfig)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -31,11 +32,8 @@ _DRAIN_SECONDS = 1.0
 is dropped instead of reused."""
 
 
-def _wire_value(value: object) -> object:
-    """JSON for what ``json`` cannot write: a `Secret` goes on the wire as its value."""
-    if isinstance(value, seamkit.Secret):
-        return value.get_secret_value()
-    raise TypeError(f"{type(value).__name__} cannot be sent in a request body")
+_ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
+"""What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 
 class OpenAIModel:
@@ -121,7 +119,7 @@ class OpenAIModel:
         """The server's 2xx answer to ``body``, its body not yet read; retried
         as the policy says, else a `seamkit.ModelError`."""
         client = self._http()
-        content = json.dumps(body, default=_wire_value).encode()
+        content = json.dumps(body, default=_ON_THE_WIRE).encode()
         retries = self.config.max_retries
         attempt = 0
         while True:

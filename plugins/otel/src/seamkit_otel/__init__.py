@@ -19,9 +19,23 @@ that something may receive the spans of.
 
 from __future__ import annotations
 
-from ._config import TelemetryConfig
-from ._plugin import OtelPlugin, SectionOnly, plugin
-from ._providers import configure
+from typing import TYPE_CHECKING
 
-__all__ = ["OtelPlugin", "SectionOnly", "TelemetryConfig", "configure", "plugin"]
+from seamkit.plugins import lazy_module
+
+if TYPE_CHECKING:
+    from ._config import TelemetryConfig as TelemetryConfig
+    from ._plugin import OtelPlugin as OtelPlugin, SectionOnly as SectionOnly, plugin as plugin
+    from ._providers import configure as configure
+
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "TelemetryConfig": "._config",
+        "OtelPlugin": "._plugin",
+        "SectionOnly": "._plugin",
+        "plugin": "._plugin",  # what the entry point names
+        "configure": "._providers",  # standard library only: no OpenTelemetry
+    },
+)
 __seamkit_api__ = 1

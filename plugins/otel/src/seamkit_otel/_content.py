@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from seamkit import Message, ModelRequest, Redactor, Secret, ToolCall
+from seamkit import Message, ModelRequest, Redactor, ToolCall, secret_json
 
 __all__ = [
     "arguments_json",
@@ -34,7 +34,10 @@ def to_json(value: object) -> str:
 
 
 def _fallback(value: object) -> object:
-    return "***" if isinstance(value, Secret) else str(value)
+    try:
+        return secret_json(value)  # a Secret: ***
+    except TypeError:
+        return str(value)
 
 
 def _parsed(arguments: str) -> object:

@@ -85,7 +85,7 @@ def _span_exporter(name: str) -> SpanExporter | None:
 
         return OTLPSpanExporter()
     if name == "console":
-        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter  # lazy: only when asked for
 
         return ConsoleSpanExporter()
     _unknown("traces", name)
@@ -101,7 +101,7 @@ def _metric_exporter(name: str) -> MetricExporter | None:
 
         return OTLPMetricExporter()
     if name == "console":
-        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter  # lazy: as above
 
         return ConsoleMetricExporter()
     _unknown("metrics", name)

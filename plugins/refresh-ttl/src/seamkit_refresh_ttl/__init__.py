@@ -7,36 +7,23 @@ after it was obtained.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING
 
 import seamkit
-from pydantic import Field
+from seamkit.plugins import lazy_module
 
-__all__ = ["TTLRefresh"]
+if TYPE_CHECKING:
+    from ._config import TTLRefresh as TTLRefresh
+
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__, {"TTLRefresh": "._config"}, defined=["register_refresh_conditions"]
+)
 __seamkit_api__ = 1
-
-
-class TTLRefresh(seamkit.RefreshCondition):
-    """Fresh for ``ttl_minutes`` minutes after the result was obtained."""
-
-    kind: Literal["ttl"] = "ttl"
-    ttl_minutes: int = Field(gt=0, description="Minutes a result stays fresh (an integer > 0).")
-
-    def expiry(self, now: datetime) -> datetime:
-        """``now`` plus the time-to-live, in real time (computed in UTC: adding
-        to a zoned ``now`` would add wall-clock time, an hour off across a
-        daylight-saving change); the last representable instant when that
-        lies beyond the year 9999."""
-        if now.tzinfo is None:
-            raise ValueError("expiry() needs an aware datetime")
-        try:
-            return now.astimezone(UTC) + timedelta(minutes=self.ttl_minutes)
-        except OverflowError:
-            return datetime.max.replace(tzinfo=UTC)
 
 
 @seamkit.hookimpl
 def register_refresh_conditions(register: Callable[..., None]) -> None:
     """Register the ``ttl`` kind."""
+    from ._config import TTLRefresh  # lazy: pydantic loads on registration
+
     register(TTLRefresh)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
+from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     import click
@@ -17,29 +18,12 @@ if TYPE_CHECKING:
     from ._app import ServerOptions as ServerOptions, create_app as create_app
     from ._config import ServeConfig as ServeConfig
 
-__all__ = [
-    "ServeConfig",
-    "ServerOptions",
-    "create_app",
-    "register_commands",
-    "register_manifest_sections",
-]
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {"ServeConfig": "._config", "ServerOptions": "._app", "create_app": "._app"},
+    defined=["register_commands", "register_manifest_sections"],
+)
 __seamkit_api__ = 1
-
-_LAZY = {"ServeConfig": "._config", "ServerOptions": "._app", "create_app": "._app"}
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit_serve' has no attribute {name!r}")
-    import importlib  # lazy: only when a public name is asked for
-
-    return getattr(importlib.import_module(module, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
 
 
 @seamkit.hookimpl

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import seamkit
+from seamkit.plugins import continue_trace, trace_headers
 from seamkit.stream import RunFinished, TextDelta
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -24,7 +25,6 @@ from starlette.routing import Route
 
 from ._config import Keys, ServeConfig
 from ._conversation import SEPARATOR, new_messages, reply_text
-from ._trace import carried, incoming
 from ._wire import (
     ApiError,
     ChatRequest,
@@ -162,7 +162,7 @@ class _Server:
         context: dict[str, Any] = {"api_key_id": kid}
         if chat.user is not None:
             context["user"] = chat.user
-        run = _Run(agent, chat, session, self.store, context, carried(request.headers))
+        run = _Run(agent, chat, session, self.store, context, trace_headers(request.headers))
         if session is not None and any(m.role == "assistant" for m in chat.messages):
             # a 409 before any byte is sent (checked again under the lock); only
             # messages with a reply of the assistant's can contradict the session
@@ -218,7 +218,7 @@ class _Run:
 
     async def whole(self, model: str) -> Response:
         try:
-            with incoming(self.trace):
+            with continue_trace(self.trace):
                 result = await self.agent.run(self._input(), **self._options())
         except ApiError as exc:
             return _error(exc)
@@ -244,7 +244,7 @@ class _Run:
         try:
             # the agent's stream starts its run at the first event, in the
             # context of the moment: the caller's trace context, then
-            with incoming(self.trace):
+            with continue_trace(self.trace):
                 event = await anext(stream, None)
             while event is not None:
                 if isinstance(event, TextDelta) and event.text:

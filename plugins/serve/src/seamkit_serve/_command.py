@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
-import socket
 
 import click
 import seamkit
+from seamkit.plugins import listening_socket
 
 from ._config import Keys, ServeConfig
 
@@ -24,24 +24,6 @@ def _loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise seamkit.SeamkitError(
-            f"cannot listen on {host}:{port}: {exc.strerror}",
-            hint="pick another --port, or stop what listens there",
-        ) from None
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
 
 
 async def _check(app: str, store: str | None, model_spec: str | None) -> None:
@@ -73,7 +55,7 @@ def serve_command(
             f"no API keys are configured, so the server will not listen on {host}",
             hint="set serve.api_keys in the manifest or SEAMKIT_API_KEYS, or use --host 127.0.0.1",
         )
-    sock = _bind(host, port)
+    sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     if keys:
         click.echo(

@@ -56,8 +56,9 @@ PASSED_ON = frozenset({"top_p", "frequency_penalty", "presence_penalty", "seed",
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
 
 
-class ApiError(Exception):
-    """An answer other than 200, in OpenAI's error shape."""
+class ApiError(seamkit.SeamkitError):
+    """An answer other than 200, in OpenAI's error shape: ``status`` and the
+    body's ``message``, ``type``, ``param`` and ``code``."""
 
     def __init__(
         self,
@@ -70,7 +71,6 @@ class ApiError(Exception):
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.message = message
         self.type = type
         self.param = param
         self.code = code

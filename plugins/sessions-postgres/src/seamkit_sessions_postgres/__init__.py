@@ -26,14 +26,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
-
-from ._url import SCHEMES
+from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     from ._sql import SCHEMA as SCHEMA
     from ._store import PostgresSessionStore as PostgresSessionStore
+    from ._url import SCHEMES as SCHEMES
 
-__all__ = ["SCHEMA", "SCHEMES", "PostgresSessionStore", "open_store", "register_session_stores"]
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "SCHEMA": "._sql",
+        "PostgresSessionStore": "._store",  # psycopg loads only when a store is opened
+        "SCHEMES": "._url",
+    },
+    defined=["open_store", "register_session_stores"],
+)
 __seamkit_api__ = 1
 
 
@@ -46,24 +54,10 @@ def open_store(url: str) -> PostgresSessionStore:
     return shared_store(url)
 
 
-def __getattr__(name: str) -> object:
-    if name == "PostgresSessionStore":
-        from ._store import PostgresSessionStore  # lazy: see open_store
-
-        return PostgresSessionStore
-    if name == "SCHEMA":
-        from ._sql import SCHEMA  # lazy: keeps the entry module to the hookimpl
-
-        return SCHEMA
-    raise AttributeError(f"module 'seamkit_sessions_postgres' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
-
-
 @seamkit.hookimpl
 def register_session_stores(register: Callable[..., None]) -> None:
     """Register the ``postgresql`` and ``postgres`` URL schemes."""
+    from ._url import SCHEMES  # lazy: registering needs it, importing this module does not
+
     for scheme in SCHEMES:
         register(scheme, open_store)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import seamkit
+from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     import click
@@ -42,42 +43,31 @@ if TYPE_CHECKING:
     from ._service import DynamicToolService as DynamicToolService
     from ._tools import USER_PROPERTY as USER_PROPERTY
 
-_LAZY = {
-    "Argument": "._config",
-    "ConfigParam": "._config",
-    "DESCRIPTOR_KEY": "._discovery",
-    "DynamicToolService": "._service",
-    "EnvelopeError": "._errors",
-    "Reply": "._envelope",
-    "Request": "._envelope",
-    "ServedTool": "._config",
-    "ServiceDescriptor": "._config",
-    "ToolServiceConfig": "._config",
-    "ToolServiceError": "._errors",
-    "ToolServicesConfig": "._config",
-    "USER_PROPERTY": "._tools",
-    "decode_reply": "._envelope",
-    "dropped_replies": "._kind",
-    "decode_request": "._envelope",
-    "encode_reply": "._envelope",
-    "encode_request": "._envelope",
-}
-
-__all__ = sorted([*_LAZY, "register_commands", "register_manifest_sections", "register_tool_kinds"])
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "Argument": "._config",
+        "ConfigParam": "._config",
+        "DESCRIPTOR_KEY": "._discovery",
+        "DynamicToolService": "._service",
+        "EnvelopeError": "._errors",
+        "Reply": "._envelope",
+        "Request": "._envelope",
+        "ServedTool": "._config",
+        "ServiceDescriptor": "._config",
+        "ToolServiceConfig": "._config",
+        "ToolServiceError": "._errors",
+        "ToolServicesConfig": "._config",
+        "USER_PROPERTY": "._tools",
+        "decode_reply": "._envelope",
+        "dropped_replies": "._kind",
+        "decode_request": "._envelope",
+        "encode_reply": "._envelope",
+        "encode_request": "._envelope",
+    },
+    defined=["register_commands", "register_manifest_sections", "register_tool_kinds"],
+)
 __seamkit_api__ = 1
-
-
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit_tool_service' has no attribute {name!r}")
-    import importlib  # lazy: only when a public name is asked for
-
-    return getattr(importlib.import_module(module, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
 
 
 async def _resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequence[seamkit.Tool]:

@@ -9,13 +9,13 @@ import asyncio
 import multiprocessing
 import os
 import signal
-import socket
 import sys
 from collections.abc import Sequence
 
 import click
 import seamkit
 from pydantic import ValidationError
+from seamkit.plugins import listening_socket
 
 from ._http_server import load_service
 
@@ -111,20 +111,7 @@ def _serve_nats(
 
 
 def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> None:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise seamkit.SeamkitError(
-            f"cannot listen on {host}:{port}: {exc.strerror}",
-            hint="pick another --port, or stop what listens there",
-        ) from None
-    sock.listen(2048)
-    sock.set_inheritable(True)
+    sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     url = f"http://{host}:{bound}/"
     os.environ["SEAMKIT_TOOL_SERVICE"] = spec

@@ -40,7 +40,7 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
     """A nats-py client on ``servers`` that keeps reconnecting; raises
     `ToolServiceError` (``Unavailable``) when none can be reached."""
     try:
-        from nats.aio.client import Client as NatsClient
+        from nats.aio.client import Client as NatsClient  # lazy: an optional extra, NATS only
     except ImportError:
         raise ToolServiceError(
             "Unavailable",

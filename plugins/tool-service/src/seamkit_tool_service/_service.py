@@ -15,10 +15,11 @@ import logging
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
+from seamkit.plugins import continue_trace
+
 from ._config import ConfigParam, ServedTool, ServiceDescriptor
 from ._envelope import decode_request, encode_reply
 from ._errors import EnvelopeError
-from ._trace import incoming
 
 __all__ = ["DynamicToolService"]
 
@@ -92,7 +93,7 @@ class DynamicToolService:
             return
         call_id = request.id
         try:
-            with incoming(headers):
+            with continue_trace(headers):
                 result = await self.invoke(request.user, request.config, request.arguments)
                 if not hasattr(result, "__aiter__"):
                     yield encode_reply(call_id, _text(result))

@@ -11,6 +11,7 @@ service's own or the transport's, becomes ``Error: <type>: <message>``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
@@ -19,15 +20,14 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from seamkit import ActionContext, Secret, Tool, ToolResult, redact
-from seamkit.plugins import secret_texts
+from seamkit import ActionContext, Secret, Tool, ToolResult, redact, secret_json
+from seamkit.plugins import current_trace_headers, secret_texts
 
 from ._config import Argument, ServiceDescriptor, parameters_schema
 from ._envelope import Reply, decode_reply, encode_request
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
-from ._trace import outgoing
 from ._transport import Call, Dropped, Replies, Transport
 
 __all__ = ["USER_PROPERTY", "Connections", "service_tool"]
@@ -38,19 +38,12 @@ USER_PROPERTY = "user"
 log = logging.getLogger("seamkit_tool_service")
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_dumps_revealed = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), default=functools.partial(secret_json, reveal=True)
+).encode
+"""JSON with every `Secret` as its value: a tool's config values go on the wire."""
 _prefix = secrets.token_hex(4)
 _counter = itertools.count(1)
-
-
-def _plain(value: object) -> object:
-    """``value`` with every `Secret` revealed (config values go on the wire)."""
-    if isinstance(value, Secret):
-        return value.get_secret_value()
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 class Connections:
@@ -263,7 +256,7 @@ def service_tool(
 ) -> Tool:
     """A tool that calls ``service`` with ``config`` (the tool's config
     values) and the model's arguments, which ``arguments`` describe."""
-    config_text = _dumps(_plain(config))
+    config_text = _dumps_revealed(dict(config))
     config_secrets = tuple(secret_texts(config))
     total = (
         service.timeout_seconds
@@ -283,7 +276,13 @@ def service_tool(
         transport = connections.get(key)
         started = asyncio.get_running_loop().time()
         request = Call(
-            service, call_id, payload, outgoing(), started + total, total, message_timeout
+            service,
+            call_id,
+            payload,
+            current_trace_headers(),
+            started + total,
+            total,
+            message_timeout,
         )
         try:
             replies = await transport.exchange(request)

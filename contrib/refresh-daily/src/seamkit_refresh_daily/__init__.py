@@ -17,13 +17,14 @@ Written against seamkit's public API only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from seamkit.plugins import RegisterRefreshCondition
+
     from ._config import DailyRefresh as DailyRefresh
 
 __getattr__, __dir__, __all__ = lazy_module(
@@ -33,7 +34,7 @@ __seamkit_api__ = 1
 
 
 @seamkit.hookimpl
-def register_refresh_conditions(register: Callable[..., None]) -> None:
+def register_refresh_conditions(register: RegisterRefreshCondition) -> None:
     """Register the ``daily`` kind."""
     from ._config import DailyRefresh  # lazy: pydantic and zoneinfo load on registration
 

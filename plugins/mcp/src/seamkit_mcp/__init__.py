@@ -13,14 +13,13 @@ loads when an app with an ``mcp`` entry is built.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
-    from seamkit.plugins import BuildContext
+    from seamkit.plugins import BuildContext, RegisterToolKind
 
     from ._config import MCPToolConfig as MCPToolConfig
     from ._errors import MCPServerError as MCPServerError
@@ -48,7 +47,7 @@ async def _resolve(config: MCPToolConfig, build: BuildContext) -> MCPToolset:
 
 
 @seamkit.hookimpl
-def register_tool_kinds(register: Callable[..., None]) -> None:
+def register_tool_kinds(register: RegisterToolKind) -> None:
     """Add the ``mcp`` tool kind."""
     from ._config import MCPToolConfig  # lazy: pydantic loads on registration
 

@@ -16,14 +16,13 @@ loads when seamkit registers the provider, httpx when an app builds a model.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
-    from seamkit.plugins import BuildContext
+    from seamkit.plugins import BuildContext, RegisterModel
 
     from ._config import OpenAIConfig as OpenAIConfig
     from ._model import OpenAIModel as OpenAIModel
@@ -51,7 +50,7 @@ def build_model(config: OpenAIConfig, build: BuildContext | None = None) -> Open
 
 
 @seamkit.hookimpl
-def register_models(register: Callable[..., None]) -> None:
+def register_models(register: RegisterModel) -> None:
     """Register the ``openai`` provider."""
     from ._config import OpenAIConfig  # lazy: pydantic loads on registration
 

@@ -4,7 +4,6 @@ manifests with ``telemetry:`` still load) and no run hookimpl at all."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
@@ -15,6 +14,8 @@ from ._config import TelemetryConfig
 from ._providers import env_exporters, given, opentelemetry_loaded, sdk_disabled
 
 if TYPE_CHECKING:
+    from seamkit.plugins import RegisterSection
+
     from ._tracing import Tracing
 
 __all__ = ["OtelPlugin", "SectionOnly", "plugin"]
@@ -26,7 +27,7 @@ class SectionOnly:
     __seamkit_api__ = 1
 
     @seamkit.hookimpl
-    def register_manifest_sections(self, register: Callable[..., None]) -> None:
+    def register_manifest_sections(self, register: RegisterSection) -> None:
         """Add the ``telemetry`` section."""
         register("telemetry", TelemetryConfig)
 

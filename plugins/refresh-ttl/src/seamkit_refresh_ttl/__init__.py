@@ -6,13 +6,14 @@ after it was obtained.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from seamkit.plugins import RegisterRefreshCondition
+
     from ._config import TTLRefresh as TTLRefresh
 
 __getattr__, __dir__, __all__ = lazy_module(
@@ -22,7 +23,7 @@ __seamkit_api__ = 1
 
 
 @seamkit.hookimpl
-def register_refresh_conditions(register: Callable[..., None]) -> None:
+def register_refresh_conditions(register: RegisterRefreshCondition) -> None:
     """Register the ``ttl`` kind."""
     from ._config import TTLRefresh  # lazy: pydantic loads on registration
 

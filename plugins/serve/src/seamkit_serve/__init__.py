@@ -6,7 +6,6 @@ web stack (Starlette, uvicorn) loads only when the command runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
@@ -14,6 +13,7 @@ from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     import click
+    from seamkit.plugins import RegisterSection
 
     from ._app import ServerOptions as ServerOptions, create_app as create_app
     from ._config import ServeConfig as ServeConfig
@@ -35,7 +35,7 @@ def register_commands(cli: click.Group) -> None:
 
 
 @seamkit.hookimpl
-def register_manifest_sections(register: Callable[..., None]) -> None:
+def register_manifest_sections(register: RegisterSection) -> None:
     """Add the ``serve:`` section."""
     from ._config import ServeConfig  # lazy: pydantic loads on registration
 

@@ -22,13 +22,14 @@ opened.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from seamkit.plugins import RegisterStore
+
     from ._sql import SCHEMA as SCHEMA
     from ._store import PostgresSessionStore as PostgresSessionStore
     from ._url import SCHEMES as SCHEMES
@@ -55,7 +56,7 @@ def open_store(url: str) -> PostgresSessionStore:
 
 
 @seamkit.hookimpl
-def register_session_stores(register: Callable[..., None]) -> None:
+def register_session_stores(register: RegisterStore) -> None:
     """Register the ``postgresql`` and ``postgres`` URL schemes."""
     from ._url import SCHEMES  # lazy: registering needs it, importing this module does not
 

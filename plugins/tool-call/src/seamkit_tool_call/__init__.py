@@ -10,13 +10,14 @@ must exist, and the arguments must fit its JSON Schema (see `_arguments`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from seamkit.plugins import RegisterHookKind
+
     from ._config import ToolCallHookConfig as ToolCallHookConfig
     from ._hook import ToolCallHook as ToolCallHook
 
@@ -29,7 +30,7 @@ __seamkit_api__ = 1
 
 
 @seamkit.hookimpl
-def register_hook_kinds(register: Callable[..., None]) -> None:
+def register_hook_kinds(register: RegisterHookKind) -> None:
     """Register the ``tool_call`` kind, at on_request_start and on_completion."""
     from ._config import ToolCallHookConfig  # lazy: pydantic loads on registration
     from ._hook import ToolCallHook  # lazy: see above

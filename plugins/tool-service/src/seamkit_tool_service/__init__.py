@@ -11,7 +11,7 @@ httpx on the first call, nats-py only when a NATS service is used.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import seamkit
@@ -19,7 +19,7 @@ from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
     import click
-    from seamkit.plugins import BuildContext
+    from seamkit.plugins import BuildContext, RegisterSection, RegisterToolKind
 
     from ._config import (
         Argument as Argument,
@@ -85,7 +85,7 @@ async def _resolve_section(
 
 
 @seamkit.hookimpl
-def register_manifest_sections(register: Callable[..., None]) -> None:
+def register_manifest_sections(register: RegisterSection) -> None:
     """Add the ``tool_services:`` section (its discovered tools too)."""
     from ._config import ToolServicesConfig  # lazy: pydantic loads on registration
 
@@ -93,7 +93,7 @@ def register_manifest_sections(register: Callable[..., None]) -> None:
 
 
 @seamkit.hookimpl
-def register_tool_kinds(register: Callable[..., None]) -> None:
+def register_tool_kinds(register: RegisterToolKind) -> None:
     """Add the ``tool-service`` tool kind."""
     from ._config import ToolServiceConfig  # lazy: see above
 

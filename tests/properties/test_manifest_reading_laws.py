@@ -242,8 +242,11 @@ def test_bytes_that_are_not_utf8_are_one_problem_at_the_first_of_them(
         load(written(folder, data))  # it is UTF-8 after all: any located outcome
         return
     (problem,) = load(written(folder, data))
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # a byte-order mark of UTF-16 or 32
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):  # UTF-16/32 marks
         assert "text, not UTF-8" in problem.message and (problem.line, problem.column) == (1, 1)
+        return
+    if data.count(0) * 4 > len(data):  # mostly NULs: UTF-16 or UTF-32 without a mark
+        assert "UTF-16 or UTF-32" in problem.message and (problem.line, problem.column) == (1, 1)
         return
     line = data.count(b"\n", 0, start) + 1
     before = data[data.rfind(b"\n", 0, start) + 1 : start]

@@ -12,18 +12,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._config import ModelConfig
+from ._config import ModelConfig, Settings
 from ._context import ActionContext, HookContext, system_clock
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive, to_the_end
 from ._errors import SessionNotSaved
 from ._events import HookEvent
 from ._loader import get_registry
-from ._manifest import AppConfig, Settings
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
 from ._patch import RequestPatch
 from ._recovery import save_or_recover
@@ -34,6 +33,9 @@ from ._tool import Tool
 from ._toolmap import ToolMap
 from ._types import Diagnostic, Message, Model, RunResult
 from .stream import STREAMED, Event, ObservedEvent
+
+if TYPE_CHECKING:
+    from ._manifest import AppConfig
 
 __all__ = ["Agent", "Continuation", "Input"]
 
@@ -163,6 +165,8 @@ class Agent:
         Raises :class:`seamkit.ManifestError` listing every problem, each
         naming its manifest entry.
         """
+        from ._manifest import AppConfig  # lazy: YAML and the manifest machinery, for load only
+
         registry = registry if registry is not None else get_registry()
         app = AppConfig.load(source, registry=registry)
         base_dir = Path(app.source).resolve().parent if app.source else None

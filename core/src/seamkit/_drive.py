@@ -37,12 +37,12 @@ from typing import Any, TypeVar
 
 from . import flow as F
 from ._batch import Settled, run_batch
+from ._config import Settings
 from ._context import HookContext
 from ._dispatch import NOTHING, Dispatched, Dispatcher
 from ._errors import HookError, ModelError, SeamkitError
 from ._events import HookEvent
 from ._flowcheck import message_problem
-from ._manifest import Settings
 from ._patch import RequestPatch
 from ._toolmap import ToolMap
 from ._types import (

@@ -284,7 +284,6 @@ def _print_plugins(registry: Registry, *, debug: bool) -> None:
             click.echo(f"  {skipped.name} ({skipped.label}): {skipped.reason}")
 
 
-
 def _add_plugin_commands(group: click.Group) -> dict[str, str]:
     """Let each plugin add its commands; one that fails, or that would replace
     a kernel command, is reported (in ``seamkit plugins``) and the rest go on.

@@ -26,6 +26,7 @@ from ._context import HookContext
 from ._errors import HookError, PluginError
 from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
 from ._flowcheck import payload_problem
+from ._lifecycle import INTERRUPTS, stops_the_run
 from ._patch import LAST_WRITER_WINS, RequestPatch
 from ._secret import Redactor, secret_texts
 from ._types import Diagnostic
@@ -192,7 +193,8 @@ class Dispatcher:
 
     # --- calling one hookimpl ---------------------------------------------
     #
-    # What a hook raises, and what it means (the guide's "When a hook raises"):
+    # What a hook raises, and what it means (the guide's "When a hook raises";
+    # `seamkit._lifecycle.stops_the_run` decides which are moves of the run):
     # - an Exception (a hook's own TimeoutError included) is a hook failure,
     #   handled by its on_error; so is its time-out;
     # - KeyboardInterrupt and SystemExit are the process being asked to stop:
@@ -228,7 +230,7 @@ class Dispatcher:
                 return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
         except BaseException as exc:
-            if _propagates(exc, task):
+            if stops_the_run(exc, task):
                 self._interrupted(impl, event, args[0], exc)
                 raise
             return self._failed(impl, event, args[0], _describe(exc), exc)
@@ -237,7 +239,7 @@ class Dispatcher:
     def _interrupted(self, impl: _Impl, event: HookEvent, ctx: Any, exc: BaseException) -> None:
         """Report a hook that stopped the run by raising KeyboardInterrupt or
         SystemExit (a cancellation passes unreported: the run reports it)."""
-        if not isinstance(exc, KeyboardInterrupt | SystemExit):
+        if not isinstance(exc, INTERRUPTS):
             return
         name = impl.ref.name
         message = self._redactor(impl, ctx)(
@@ -409,7 +411,7 @@ class Dispatcher:
         except BaseException as exc:
             # Plain code is never cancelled or closed from outside: only
             # KeyboardInterrupt and SystemExit propagate (see _call).
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if isinstance(exc, INTERRUPTS):
                 self._interrupted(impl, event, args[0], exc)
                 raise
             return self._failed(impl, event, args[0], _describe(exc), exc)
@@ -435,19 +437,6 @@ class Dispatcher:
                 )
                 log.warning("%s", message)
                 _diagnose(args[0], "flow_ignored", message, event, (impl.ref.name,))
-
-
-def _propagates(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:
-    """Whether a BaseException out of a hook stops the run rather than being
-    the hook's failure (see the comment above `Dispatcher._call`)."""
-    if isinstance(exc, KeyboardInterrupt | SystemExit):
-        return True
-    current = asyncio.current_task()
-    if isinstance(exc, asyncio.CancelledError):
-        return current is not None and current.cancelling() > 0
-    # Anything else (GeneratorExit...) is the hook's, unless this coroutine is
-    # being closed from outside the task it ran in (at shutdown, say).
-    return current is None or current is not task
 
 
 def _describe(exc: BaseException) -> str:

@@ -419,7 +419,11 @@ class Agent:
         finally:
             if not task.done():
                 task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                while not task.done():  # the run ends (and saves) before the stream closes
+                    try:
+                        await asyncio.wait((task,))
+                    except asyncio.CancelledError:
+                        task.cancel()  # the consumer's next cancellation is the run's
                 # A transcript that went to a recovery file is news even to a
                 # consumer that stopped listening: it must learn where.
                 failure = None if task.cancelled() else task.exception()

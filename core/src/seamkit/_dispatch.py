@@ -228,13 +228,39 @@ class Dispatcher:
         except Exception as exc:
             if scope is not None and scope.expired():
                 return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
+            if scope is not None and (late := self._blocked(impl, event, args[0], scope)):
+                return self._failed(impl, event, args[0], late, None)
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
         except BaseException as exc:
             if stops_the_run(exc, task):
                 self._interrupted(impl, event, args[0], exc)
                 raise
             return self._failed(impl, event, args[0], _describe(exc), exc)
-        return result
+        late = (
+            "" if scope is None or scope.expired() else self._blocked(impl, event, args[0], scope)
+        )
+        return self._failed(impl, event, args[0], late, None) if late else result
+
+    def _blocked(self, impl: _Impl, event: HookEvent, ctx: Any, scope: asyncio.Timeout) -> str:
+        """When a hook outlived its time-out that never fired (an ``async``
+        hook that blocked the event loop, so the loop could not cancel it):
+        report it (a ``hook_blocked`` diagnostic and a warning) and say what
+        the hook's failure is, a time-out; ``""`` when it kept its limit."""
+        deadline = scope.when()
+        now = asyncio.get_running_loop().time()
+        if deadline is None or now <= deadline:
+            return ""
+        limit = impl.ref.timeout_seconds or 0.0
+        took = now - deadline + limit
+        name = impl.ref.name
+        message = (
+            f"hook {name!r} blocked the event loop for {took:.1f}s at {event.value}, so its "
+            f"timeout_seconds={limit:g} could not be enforced (an async hook must not make "
+            f"blocking calls such as time.sleep)"
+        )
+        log.warning("%s", message)
+        _diagnose(ctx, "hook_blocked", message, event, (name,))
+        return f"timed out after {limit:g}s (it blocked the event loop for {took:.1f}s)"
 
     def _interrupted(self, impl: _Impl, event: HookEvent, ctx: Any, exc: BaseException) -> None:
         """Report a hook that stopped the run by raising KeyboardInterrupt or

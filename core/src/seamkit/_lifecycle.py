@@ -62,7 +62,7 @@ second cancellation) get to finish their clean-up before the run stops
 waiting for them."""
 
 
-class Phase(enum.Enum):
+class Phase(enum.StrEnum):
     """Where a run is, as far as stopping it goes."""
 
     RUNNING = "running"
@@ -83,7 +83,7 @@ class Phase(enum.Enum):
     """Over: the lock is released and what the run must raise is raised."""
 
 
-class Move(enum.Enum):
+class Move(enum.StrEnum):
     """What happens to a run: the transitions' names."""
 
     FINISH = "finish"
@@ -132,7 +132,7 @@ class Lifecycle:
     `TRANSITIONS`; one that the table does not have is a kernel bug
     (`RuntimeError`)."""
 
-    __slots__ = ("cancellation", "interruption", "not_saved", "phase", "run_id")
+    __slots__ = ("_debug", "cancellation", "interruption", "not_saved", "phase", "run_id")
 
     def __init__(self, run_id: str = "") -> None:
         self.run_id = run_id
@@ -142,12 +142,13 @@ class Lifecycle:
         self.interruption: Interrupt | None = None
         """The first KeyboardInterrupt or SystemExit, re-raised at the end."""
         self.not_saved: SessionNotSaved | None = None
+        self._debug = log.isEnabledFor(logging.DEBUG)  # (asked once per run: moves are hot)
 
     def _go(self, move: Move) -> Phase:
         to = TRANSITIONS.get((self.phase, move))
         if to is None:
             raise RuntimeError(f"run lifecycle: no move {move.value!r} from {self.phase.value!r}")
-        if log.isEnabledFor(logging.DEBUG):
+        if self._debug:
             log.debug("run %s: %s --%s--> %s", self.run_id, self.phase.value, move.value, to.value)
         self.phase = to
         return to

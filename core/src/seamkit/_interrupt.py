@@ -64,18 +64,11 @@ class Interrupts:
     the work had ended, the session saved), to leave behind what it can.
     """
 
-    def __init__(
-        self,
-        note: Callable[[str], None],
-        quit_now: Callable[[int, bool], None],
-        *,
-        unresponsive_seconds: float = UNRESPONSIVE_SECONDS,
-    ) -> None:
+    def __init__(self, note: Callable[[str], None], quit_now: Callable[[int, bool], None]) -> None:
         self.signal: int | None = None
         """The first signal received, if any."""
         self._note = note
         self._quit_now = quit_now
-        self._grace = unresponsive_seconds
         self._count = 0
         """Signals received (by the watchdog)."""
         self._acted = 0
@@ -174,10 +167,10 @@ class Interrupts:
                         pending = time.monotonic()
             if pending is not None and self._acted >= self._count:
                 pending = None
-            if pending is not None and time.monotonic() - pending >= self._grace:
+            if pending is not None and time.monotonic() - pending >= UNRESPONSIVE_SECONDS:
                 name = signal.Signals(self.signal or signal.SIGINT).name
                 self._note(
-                    f"· the event loop did not act on {name} within {self._grace:g}s: "
+                    f"· the event loop did not act on {name} within {UNRESPONSIVE_SECONDS:g}s: "
                     f"a tool or hook is blocking it"
                 )
                 self._quit(self._finished)

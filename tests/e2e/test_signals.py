@@ -264,7 +264,7 @@ def test_a_third_signal_quits_at_once_and_leaves_the_transcript_in_a_recovery_fi
     lab: Lab,
 ) -> None:
     ended = lab.run("save", signal.SIGINT, signal.SIGINT, signal.SIGINT)
-    assert ended.code == 130 and ended.seconds < 1.5  # before the save could end
+    assert ended.code == 130 and ended.seconds < 3  # the save would take 1.5 s more
     assert "[quit at once on SIGINT: session 's' may not be saved" in ended.stderr
     assert lab.recovered()[-1]["content"] == "done"
 

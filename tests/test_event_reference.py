@@ -27,7 +27,7 @@ import seamkit.hookspecs
 import seamkit.stream
 from hypothesis import given, settings, strategies as st
 from seamkit import HookEvent, flow as F
-from seamkit._dispatch import Dispatcher
+from seamkit._engine._dispatch import Dispatcher
 from seamkit._events import EVENTS, OBSERVER, Composition, hookimpls_of
 from seamkit._flowcheck import payload_problem
 from seamkit.plugins import Registry

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 
 from tests.conftest import ROOT
 

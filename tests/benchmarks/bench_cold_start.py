@@ -40,7 +40,7 @@ def _plugins_argv() -> tuple[list[str], str]:
     for script in (bindir / "seamkit", bindir / "seamkit.exe"):
         if script.is_file():
             return [str(script), "plugins"], "seamkit plugins"
-    code = "from seamkit._cli import main; main(['plugins'])"
+    code = "from seamkit._cli._group import main; main(['plugins'])"
     return [sys.executable, "-c", code], f'python -c "{code}"'
 
 

@@ -58,7 +58,7 @@ from seamkit import (
     Usage,
     hookspecs,
 )
-from seamkit._dispatch import Dispatcher
+from seamkit._engine._dispatch import Dispatcher
 from seamkit._events import EVENTS, Composition
 from seamkit.testing import make_context
 

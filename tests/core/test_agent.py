@@ -617,7 +617,7 @@ def test_a_run_stopped_mid_batch_leaves_a_history_the_next_run_can_send() -> Non
     assert roles(first) == ["user", "assistant"]  # nothing of the batch committed
     second = agent.run_sync("again", history=first.transcript)
     assert roles(second) == ["user", "assistant", "tool", "user", "assistant"]
-    assert second.transcript[2] == Message.tool("call_1_0", seamkit._agent.UNANSWERED)
+    assert second.transcript[2] == Message.tool("call_1_0", seamkit._engine._agent.UNANSWERED)
 
 
 def test_rewrite_args_may_hold_any_json_friendly_value() -> None:

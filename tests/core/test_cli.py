@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import seamkit
 from click.testing import CliRunner
-from seamkit._cli import _add_plugin_commands, cli
+from seamkit._cli._group import _add_plugin_commands, cli
 from seamkit.plugins import PluginInfo, add_plugin, load_plugins, reset_registry
 
 

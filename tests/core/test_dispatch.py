@@ -26,7 +26,7 @@ from seamkit import (
     ToolSpec,
     flow as F,
 )
-from seamkit._dispatch import Dispatcher
+from seamkit._engine._dispatch import Dispatcher
 from seamkit.plugins import ConfiguredHook
 from seamkit.testing import make_context, run_event, scripted_hook
 

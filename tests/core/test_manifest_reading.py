@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from seamkit import AppConfig, ManifestError
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit._document import ALIAS_VARIABLE, DEPTH_VARIABLE
 
 from tests.properties._manifests import bomb

@@ -20,7 +20,7 @@ import pytest
 import seamkit
 from click.testing import CliRunner, Result
 from seamkit import AppConfig, ManifestError
-from seamkit._cli import _add_plugin_commands, cli
+from seamkit._cli._group import _add_plugin_commands, cli
 from seamkit.plugins import PluginInfo, add_plugin, load_plugins, reset_registry
 from seamkit.testing import build_agent
 
@@ -55,7 +55,7 @@ def use(*fixtures: str) -> None:
 CHILD = """
 import sys
 from importlib import metadata
-from seamkit._cli import main
+from seamkit._cli._group import main
 from seamkit.plugins import load_plugins, reset_registry
 
 extra = [
@@ -360,7 +360,8 @@ def test_the_traceback_is_kept_beside_the_one_line_error(
     reset_registry(registry)
     (listed,) = (p for p in json.loads(invoke("plugins", "--json").stdout) if p["name"] == "half")
     assert listed["traceback"] is None and listed["error"] == info.error
-    monkeypatch.setattr("seamkit._cli._debug_logging", lambda **_: None)  # keep the test's logging
+    # keep the test's logging
+    monkeypatch.setattr("seamkit._cli._group._debug_logging", lambda **_: None)
     debug = json.loads(invoke("--debug", "plugins", "--json").stdout)
     (listed,) = (p for p in debug if p["name"] == "half")
     assert listed["traceback"] == info.traceback and listed["error"] == info.error

@@ -176,7 +176,7 @@ def test_a_run_cancelled_before_on_completion_is_cut_by_the_next_cancel(
 def test_a_hook_that_ignores_its_cancellation_is_left_after_a_grace(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(seamkit._lifecycle, "CANCEL_GRACE_SECONDS", 0.05)
+    monkeypatch.setattr(seamkit._engine._lifecycle, "CANCEL_GRACE_SECONDS", 0.05)
 
     class Stubborn:
         def __init__(self) -> None:
@@ -355,4 +355,4 @@ def test_a_cancelled_concurrent_batch_keeps_the_results_that_exist(tmp_path: Pat
         "user",
         "assistant",
     ]
-    assert later.transcript[3] == Message.tool("call_1_1", seamkit._agent.UNANSWERED)
+    assert later.transcript[3] == Message.tool("call_1_1", seamkit._engine._agent.UNANSWERED)

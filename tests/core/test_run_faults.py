@@ -25,7 +25,7 @@ from seamkit import (
     SQLiteSessionStore,
     flow as F,
 )
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit.plugins import load_plugins, reset_registry
 from seamkit.testing import ScriptedModel, build_agent
 

@@ -1,4 +1,4 @@
-"""The run's lifecycle (`seamkit._lifecycle`): one test per transition of
+"""The run's lifecycle (`seamkit._engine._lifecycle`): one test per transition of
 `TRANSITIONS`, each named ``test_<from>__<move>__<to>`` and made by a real
 run, which shows the move in its debug log and what the move means in what
 the caller sees; plus the table in the guide, checked against the code."""
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import seamkit
 from seamkit import Agent, SQLiteSessionStore
-from seamkit._lifecycle import TRANSITIONS, Lifecycle, Move, Phase
+from seamkit._engine._lifecycle import TRANSITIONS, Lifecycle, Move, Phase
 from seamkit.testing import Recorder, ScriptedModel
 
 from tests.conftest import ROOT
@@ -306,7 +306,7 @@ def test_cut__interrupt__cut(moves: Moves) -> None:
 
 
 def test_cut__cancel__cut(moves: Moves, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(seamkit._lifecycle, "CANCEL_GRACE_SECONDS", 30)
+    monkeypatch.setattr(seamkit._engine._lifecycle, "CANCEL_GRACE_SECONDS", 30)
 
     async def stubborn() -> None:
         await asyncio.Event().wait()  # ignores its cancellation
@@ -336,7 +336,7 @@ def test_cut__cancel__cut(moves: Moves, monkeypatch: pytest.MonkeyPatch) -> None
 def test_cut__abandon__reported(
     moves: Moves, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(seamkit._lifecycle, "CANCEL_GRACE_SECONDS", 0.05)
+    monkeypatch.setattr(seamkit._engine._lifecycle, "CANCEL_GRACE_SECONDS", 0.05)
 
     async def stubborn() -> None:
         await asyncio.sleep(0.2)
@@ -363,7 +363,7 @@ def test_any_earlier_phase__save__saving(
 ) -> None:
     # An exception that leaves the drive loop early (a KeyboardInterrupt a
     # signal handler raised between two lines, a bug) still saves the session.
-    import seamkit._drive as drive
+    import seamkit._engine._drive as drive
 
     async def broken(run: Any, result: Any) -> None:
         if phase == "completing_cancelled":

@@ -32,7 +32,7 @@ from seamkit import (
     SQLiteSessionStore,
     StoredSession,
 )
-from seamkit._cli import _add_plugin_commands, cli
+from seamkit._cli._group import _add_plugin_commands, cli
 from seamkit.plugins import PluginInfo, RawSessionReader, add_plugin, get_registry
 from seamkit.testing import ScriptedModel
 
@@ -411,7 +411,7 @@ def test_sessions_find_the_store_as_run_does(
 LOGGING_CHILD = """
 import logging, sys, types
 import seamkit
-from seamkit._cli import main
+from seamkit._cli._group import main
 from seamkit.plugins import PluginInfo, add_plugin, get_registry
 
 sys.modules["seamkit_fake"] = types.ModuleType("seamkit_fake")  # a plugin's package

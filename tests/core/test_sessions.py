@@ -16,7 +16,7 @@ import pytest
 import seamkit
 from click.testing import CliRunner
 from seamkit import Agent, Message, SessionBusy, SQLiteSessionStore
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ import pytest
 import seamkit
 from click.testing import CliRunner
 from seamkit import Message, SQLiteSessionStore, StoredSession
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit.plugins import PluginInfo, Registry, add_plugin, get_registry, load_plugins
 
 STORES: dict[str, MemoryStore] = {}

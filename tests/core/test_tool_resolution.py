@@ -14,7 +14,7 @@ import pytest
 import seamkit
 from click.testing import CliRunner
 from seamkit import ManifestError, ToolMap
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit.plugins import BuildContext, PluginInfo, add_plugin, load_plugins, reset_registry
 
 TOOLS_MODULE = '''

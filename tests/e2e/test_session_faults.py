@@ -38,7 +38,7 @@ SEAMKIT = Path(sys.executable).parent / "seamkit"
 CHILD = """
 import asyncio, os, sqlite3, sys
 import seamkit
-from seamkit._cli import main
+from seamkit._cli._group import main
 from seamkit.plugins import PluginInfo, add_plugin, get_registry
 
 STAGE = os.environ.get("STAGE", "")

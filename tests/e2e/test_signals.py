@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 CHILD = """
 import asyncio, os, sys, time
 import seamkit
-from seamkit._cli import main
+from seamkit._cli._group import main
 from seamkit.plugins import PluginInfo, add_plugin, get_registry
 
 STAGE = os.environ.get("STAGE", "")

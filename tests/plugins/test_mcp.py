@@ -686,7 +686,7 @@ def test_seamkit_run_of_an_app_without_mcp_never_imports_the_sdk() -> None:
         "    sdk = sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_')))\n"
         "    print('PROBE', 'seamkit_mcp' in sys.modules, sdk, file=sys.stderr)\n"
         "atexit.register(report)\n"
-        "from seamkit._cli import main\n"
+        "from seamkit._cli._group import main\n"
         f"main(['run', {hello!r}, 'What is 2 + 3?'])\n"
     )
     done = subprocess.run(

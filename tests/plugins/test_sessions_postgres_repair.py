@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 from seamkit import Agent, Message, SessionError
-from seamkit._cli import cli
+from seamkit._cli._group import cli
 from seamkit.plugins import RawSessionReader
 from seamkit.testing import ScriptedModel
 from seamkit_sessions_postgres import PostgresSessionStore

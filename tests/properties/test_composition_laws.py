@@ -10,7 +10,7 @@ from typing import Any
 
 from hypothesis import given, strategies as st
 from seamkit import HookEvent, HookStack, RequestPatch, flow as F
-from seamkit._dispatch import Dispatcher
+from seamkit._engine._dispatch import Dispatcher
 from seamkit.testing import Opaque, check_patch_laws, make_context, scripted_hook
 from seamkit.testing.strategies import event_arguments, flows, request_patches
 

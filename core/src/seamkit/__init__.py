@@ -22,9 +22,6 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         plugins as plugins,
         stream as stream,
     )
-    from ._agent import (
-        Agent as Agent,
-    )
     from ._config import (
         AnyRefreshCondition as AnyRefreshCondition,
         HookConfig as HookConfig,
@@ -38,7 +35,10 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         HookContext as HookContext,
         Scratchpad as Scratchpad,
     )
-    from ._dispatch import (
+    from ._engine._agent import (
+        Agent as Agent,
+    )
+    from ._engine._dispatch import (
         HookStack as HookStack,
     )
     from ._errors import (
@@ -71,15 +71,15 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._patch import (
         RequestPatch as RequestPatch,
     )
+    from ._persistence._sessions import (
+        SessionStore as SessionStore,
+        SQLiteSessionStore as SQLiteSessionStore,
+        StoredSession as StoredSession,
+    )
     from ._secret import (
         Redactor as Redactor,
         Secret as Secret,
         redact as redact,
-    )
-    from ._sessions import (
-        SessionStore as SessionStore,
-        SQLiteSessionStore as SQLiteSessionStore,
-        StoredSession as StoredSession,
     )
     from ._signature import (
         Injected as Injected,
@@ -127,7 +127,7 @@ _PUBLIC: dict[str, str] = {
     "injection": "",
     "plugins": "",
     "stream": "",
-    "Agent": "._agent",
+    "Agent": "._engine._agent",
     "AnyRefreshCondition": "._config",
     "HookConfig": "._config",
     "KindConfig": "._config",
@@ -137,7 +137,7 @@ _PUBLIC: dict[str, str] = {
     "ActionContext": "._context",
     "HookContext": "._context",
     "Scratchpad": "._context",
-    "HookStack": "._dispatch",
+    "HookStack": "._engine._dispatch",
     "HookError": "._errors",
     "InvalidToolCall": "._errors",
     "ManifestError": "._errors",
@@ -161,9 +161,9 @@ _PUBLIC: dict[str, str] = {
     "Redactor": "._secret",
     "Secret": "._secret",
     "redact": "._secret",
-    "SQLiteSessionStore": "._sessions",
-    "SessionStore": "._sessions",
-    "StoredSession": "._sessions",
+    "SQLiteSessionStore": "._persistence._sessions",
+    "SessionStore": "._persistence._sessions",
+    "StoredSession": "._persistence._sessions",
     "Injected": "._signature",
     "Timeline": "._timeline",
     "Tool": "._tool",

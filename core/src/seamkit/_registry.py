@@ -28,7 +28,7 @@ from ._toolmap import ToolMap, ToolSource
 from ._types import Model
 
 if TYPE_CHECKING:  # at run time only the store URL schemes need it, not loading
-    from ._sessions import SessionStore
+    from ._persistence._sessions import SessionStore
 
 __all__ = [
     "BuildContext",

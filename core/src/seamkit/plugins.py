@@ -52,8 +52,11 @@ from ._registry import (
 from ._secret import secret_texts
 
 if TYPE_CHECKING:
-    from ._dispatch import ConfiguredHook as ConfiguredHook
-    from ._sessions import RawSession as RawSession, RawSessionReader as RawSessionReader
+    from ._engine._dispatch import ConfiguredHook as ConfiguredHook
+    from ._persistence._sessions import (
+        RawSession as RawSession,
+        RawSessionReader as RawSessionReader,
+    )
 
 __all__ = [
     "API_VERSION",
@@ -87,16 +90,16 @@ def __getattr__(name: str) -> object:
     # `ConfiguredHook` brings the dispatcher and asyncio with it: a plugin that
     # imports this module for `BuildContext` must not pay for them at load time.
     if name == "ConfiguredHook":
-        from ._dispatch import ConfiguredHook  # lazy: see above
+        from ._engine._dispatch import ConfiguredHook  # lazy: see above
 
         return ConfiguredHook
     # The session types bring SQLite and file locks: loading plugins needs neither.
     if name == "RawSession":
-        from ._sessions import RawSession  # lazy: see above
+        from ._persistence._sessions import RawSession  # lazy: see above
 
         return RawSession
     if name == "RawSessionReader":
-        from ._sessions import RawSessionReader  # lazy: see above
+        from ._persistence._sessions import RawSessionReader  # lazy: see above
 
         return RawSessionReader
     raise AttributeError(f"module 'seamkit.plugins' has no attribute {name!r}")

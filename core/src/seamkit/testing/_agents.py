@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._agent import Agent
+from .._engine._agent import Agent
 from .._errors import PluginError
 from .._events import HookEvent, hookimpl
 from .._scripted import ScriptedModel

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .._dispatch import Dispatcher, HookStack, impls_of
+from .._engine._dispatch import Dispatcher, HookStack, impls_of
 from .._errors import HookError
 from .._events import HookEvent
 from .._patch import RequestPatch

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from .._context import ActionContext, HookContext, system_clock
-from .._dispatch import Dispatched, Dispatcher, HookStack
+from .._engine._dispatch import Dispatched, Dispatcher, HookStack
 from .._events import EVENTS, HookEvent, hookimpl
 
 __all__ = ["Opaque", "arun_event", "make_context", "run_event", "scripted_hook"]

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ._errors import SeamkitError, SessionError, SessionNotSaved
+from .._errors import SeamkitError, SessionError, SessionNotSaved
+from .._types import Message
 from ._sessions import SessionStore, StoredSession, default_store_path
-from ._types import Message
 
 __all__ = [
     "read_session_document",

@@ -23,17 +23,17 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from . import flow as F
-from ._context import HookContext
+from .. import flow as F
+from .._context import HookContext
+from .._errors import HookError, InvalidToolCall
+from .._events import HookEvent
+from .._secret import as_json, secret_texts
+from .._tool import Tool
+from .._toolmap import ToolMap
+from .._types import Failed, Outcome, Terminated, ToolCall, ToolResult
+from ..stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
 from ._dispatch import Dispatched
-from ._errors import HookError, InvalidToolCall
-from ._events import HookEvent
 from ._lifecycle import INTERRUPTS, Interrupt
-from ._secret import as_json, secret_texts
-from ._tool import Tool
-from ._toolmap import ToolMap
-from ._types import Failed, Outcome, Terminated, ToolCall, ToolResult
-from .stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
 
 __all__ = ["Dispatch", "Settled", "Stop", "run_batch"]
 

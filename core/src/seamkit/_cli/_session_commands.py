@@ -20,13 +20,13 @@ from typing import TypeVar
 
 import click
 
-from ._errors import SessionError
-from ._loader import get_registry
-from ._manifest import AppConfig
-from ._parts import open_store
-from ._recovery import read_session_document, session_document, store_location
-from ._sessions import RawSessionReader, SessionStore, StoredSession
-from ._types import Message
+from .._engine._parts import open_store
+from .._errors import SessionError
+from .._loader import get_registry
+from .._manifest import AppConfig
+from .._persistence._recovery import read_session_document, session_document, store_location
+from .._persistence._sessions import RawSessionReader, SessionStore, StoredSession
+from .._types import Message
 
 __all__ = ["command_line_store", "sessions_command"]
 

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
-from ._errors import SessionNotSaved
+from .._errors import SessionNotSaved
 
 __all__ = [
     "CANCEL_GRACE_SECONDS",

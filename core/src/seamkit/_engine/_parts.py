@@ -16,18 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import ModelConfig, split_model_spec
+from .._config import ModelConfig, split_model_spec
+from .._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
+from .._persistence._sessions import SessionStore, SQLiteSessionStore
+from .._registry import BuildContext, Registry, ToolResolver
+from .._secret import redact, secret_texts
+from .._tool import Tool
+from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
+from .._types import Model
 from ._dispatch import ConfiguredHook
-from ._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
-from ._registry import BuildContext, Registry, ToolResolver
-from ._secret import redact, secret_texts
-from ._sessions import SessionStore, SQLiteSessionStore
-from ._tool import Tool
-from ._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
-from ._types import Model
 
 if TYPE_CHECKING:
-    from ._manifest import AppConfig
+    from .._manifest import AppConfig
 
 __all__ = [
     "Parts",
@@ -274,7 +274,7 @@ async def build_parts(
     if not problems:
         configured = await _configured_hooks(app, build.with_tools(tool_map), problems)
     if problems or built_model is None:
-        from ._manifest import locate_problems  # lazy: the manifest path only, not a run
+        from .._manifest import locate_problems  # lazy: the manifest path only, not a run
 
         raise ManifestError(locate_problems(problems, None, source=app.source), source=app.source)
     return Parts(

@@ -1,7 +1,7 @@
 """The ``seamkit`` command: the group, its error handling and logging
 options, ``seamkit plugins``, and the commands that read an app (schema,
-validate, tools, run, from `seamkit._commands`) or a session store
-(``seamkit sessions``, from `seamkit._session_commands`), loaded only when
+validate, tools, run, from `seamkit._cli._commands`) or a session store
+(``seamkit sessions``, from `seamkit._cli._session_commands`), loaded only when
 one of them is invoked, so that ``seamkit plugins`` and ``seamkit
 --version`` start fast.
 
@@ -24,9 +24,9 @@ from typing import Any, NoReturn
 
 import click
 
-from ._errors import ManifestError, SeamkitError
-from ._loader import get_registry, kernel_version
-from ._registry import Registry
+from .._errors import ManifestError, SeamkitError
+from .._loader import get_registry, kernel_version
+from .._registry import Registry
 
 __all__ = ["cli", "main"]
 

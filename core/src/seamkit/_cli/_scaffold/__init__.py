@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .._errors import SeamkitError
+from ..._errors import SeamkitError
 from ._plan import KINDS, PluginPlan
 from ._write import write_plugin
 

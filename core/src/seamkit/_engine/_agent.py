@@ -16,27 +16,27 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._config import ModelConfig, Settings
-from ._context import ActionContext, HookContext, system_clock
+from .._config import ModelConfig, Settings
+from .._context import ActionContext, HookContext, system_clock
+from .._errors import SessionNotSaved
+from .._events import HookEvent
+from .._loader import get_registry
+from .._patch import RequestPatch
+from .._persistence._recovery import save_or_recover
+from .._persistence._sessions import SessionStore, StoredSession
+from .._registry import BuildContext, Registry
+from .._secret import Redactor, secret_texts
+from .._tool import Tool
+from .._toolmap import ToolMap
+from .._types import Diagnostic, Message, Model, RunResult
+from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive
-from ._errors import SessionNotSaved
-from ._events import HookEvent
 from ._lifecycle import INTERRUPTS, Interrupt
-from ._loader import get_registry
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
-from ._patch import RequestPatch
-from ._recovery import save_or_recover
-from ._registry import BuildContext, Registry
-from ._secret import Redactor, secret_texts
-from ._sessions import SessionStore, StoredSession
-from ._tool import Tool
-from ._toolmap import ToolMap
-from ._types import Diagnostic, Message, Model, RunResult
-from .stream import STREAMED, Event, ObservedEvent
 
 if TYPE_CHECKING:
-    from ._manifest import AppConfig
+    from .._manifest import AppConfig
 
 __all__ = ["Agent", "Continuation", "Input"]
 
@@ -166,7 +166,7 @@ class Agent:
         Raises :class:`seamkit.ManifestError` listing every problem, each
         naming its manifest entry.
         """
-        from ._manifest import AppConfig  # lazy: YAML and the manifest machinery, for load only
+        from .._manifest import AppConfig  # lazy: YAML and the manifest machinery, for load only
 
         registry = registry if registry is not None else get_registry()
         app = AppConfig.load(source, registry=registry)

@@ -33,8 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import filelock
 
-from ._errors import SessionBusy, SessionError
-from ._types import Message
+from .._errors import SessionBusy, SessionError
+from .._types import Message
 
 __all__ = [
     "RawSession",

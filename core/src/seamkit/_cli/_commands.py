@@ -1,8 +1,8 @@
 """The ``seamkit`` commands that read an app: ``schema``, ``validate``,
 ``tools`` and ``run`` (with the printer that shows a run on a terminal, and
-what a signal does to a run: see `seamkit._interrupt`).
+what a signal does to a run: see `seamkit._cli._interrupt`).
 
-They are registered on the group by name in `seamkit._cli` and imported only
+They are registered on the group by name in `seamkit._cli._group` and imported only
 when invoked, because building agents needs far more than listing plugins."""
 
 from __future__ import annotations
@@ -19,18 +19,18 @@ from typing import Any
 
 import click
 
-from . import stream as S
-from ._agent import Agent
-from ._context import HookContext
-from ._errors import ManifestError, SeamkitError
-from ._events import hookimpl
+from .. import stream as S
+from .._context import HookContext
+from .._engine._agent import Agent
+from .._errors import ManifestError, SeamkitError
+from .._events import hookimpl
+from .._loader import get_registry
+from .._manifest import manifest_schema
+from .._persistence._recovery import write_recovery
+from .._timeline import Timeline
+from .._types import Cancelled, Failed, Message, RunResult, Terminated
 from ._interrupt import Interrupts
-from ._loader import get_registry
-from ._manifest import manifest_schema
-from ._recovery import write_recovery
 from ._session_commands import command_line_store
-from ._timeline import Timeline
-from ._types import Cancelled, Failed, Message, RunResult, Terminated
 
 __all__ = ["run_command", "schema_command", "tools_command", "validate_command"]
 

@@ -20,18 +20,18 @@ from typing import Any, cast
 
 import pluggy
 
-from . import flow as F
-from ._config import HookConfig, OnError
-from ._context import HookContext
-from ._errors import HookError, PluginError
-from ._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
-from ._flowcheck import payload_problem
+from .. import flow as F
+from .._config import HookConfig, OnError
+from .._context import HookContext
+from .._errors import HookError, PluginError
+from .._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
+from .._flowcheck import payload_problem
+from .._patch import LAST_WRITER_WINS, RequestPatch
+from .._secret import Redactor, secret_texts
+from .._types import Diagnostic
+from ..flow import Dispatched
+from ..stream import ObservedEvent
 from ._lifecycle import INTERRUPTS, stops_the_run
-from ._patch import LAST_WRITER_WINS, RequestPatch
-from ._secret import Redactor, secret_texts
-from ._types import Diagnostic
-from .flow import Dispatched
-from .stream import ObservedEvent
 
 __all__ = [
     "NOTHING",
@@ -194,7 +194,7 @@ class Dispatcher:
     # --- calling one hookimpl ---------------------------------------------
     #
     # What a hook raises, and what it means (the guide's "When a hook raises";
-    # `seamkit._lifecycle.stops_the_run` decides which are moves of the run):
+    # `seamkit._engine._lifecycle.stops_the_run` decides which are moves of the run):
     # - an Exception (a hook's own TimeoutError included) is a hook failure,
     #   handled by its on_error; so is its time-out;
     # - KeyboardInterrupt and SystemExit are the process being asked to stop:

@@ -35,18 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import flow as F
-from ._batch import Settled, run_batch
-from ._config import Settings
-from ._context import HookContext
-from ._dispatch import NOTHING, Dispatched, Dispatcher
-from ._errors import HookError, ModelError, SeamkitError
-from ._events import HookEvent
-from ._flowcheck import message_problem
-from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
-from ._patch import RequestPatch
-from ._toolmap import ToolMap
-from ._types import (
+from .. import flow as F
+from .._config import Settings
+from .._context import HookContext
+from .._errors import HookError, ModelError, SeamkitError
+from .._events import HookEvent
+from .._flowcheck import message_problem
+from .._patch import RequestPatch
+from .._toolmap import ToolMap
+from .._types import (
     Cancelled,
     Completed,
     Diagnostic,
@@ -64,7 +61,7 @@ from ._types import (
     ToolSpec,
     Usage,
 )
-from .stream import (
+from ..stream import (
     HookFired,
     ModelCallEnded,
     ModelCallStarted,
@@ -76,6 +73,9 @@ from .stream import (
     ToolCompleted,
     TurnFinished,
 )
+from ._batch import Settled, run_batch
+from ._dispatch import NOTHING, Dispatched, Dispatcher
+from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
 
 __all__ = ["Emit", "RunPlan", "RunState", "drive"]
 
@@ -145,7 +145,7 @@ class RunState:
         self.pending: list[Settled] = []
         """The current batch's settled calls, not yet in the transcript."""
         self.life = Lifecycle(ctx.run_id)
-        """Where the run is as far as stopping it goes (`seamkit._lifecycle`)."""
+        """Where the run is as far as stopping it goes (`seamkit._engine._lifecycle`)."""
 
     def baseline(self) -> ModelRequest:
         """The request every model call of this turn starts from: the

@@ -6,8 +6,8 @@ import keyword
 import re
 from dataclasses import dataclass
 
-from .._errors import SeamkitError
-from .._loader import kernel_version
+from ..._errors import SeamkitError
+from ..._loader import kernel_version
 
 __all__ = ["KINDS", "PluginPlan"]
 

@@ -1,7 +1,7 @@
 """What SIGINT (Ctrl-C) and SIGTERM do to a command that runs an agent.
 
 Each signal is a cancellation of the command's work, as when code cancels a
-run (see `seamkit._lifecycle`): the first ends the run as ``cancelled``, lets
+run (see `seamkit._engine._lifecycle`): the first ends the run as ``cancelled``, lets
 ``on_completion`` finish and saves the session (or writes a recovery file);
 the second cuts ``on_completion`` short, and the session is still saved; a
 third, or any signal once the work is done and the process is only winding
@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 from typing import Any
 
-from ._lifecycle import INTERRUPTS
+from .._engine._lifecycle import INTERRUPTS
 
 __all__ = ["UNRESPONSIVE_SECONDS", "Interrupts"]
 

@@ -1,0 +1,1 @@
+"""Persistence: the session stores, and the recovery file a failed save leaves."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 from datetime import UTC
@@ -403,3 +404,53 @@ def test_hook_context_fields() -> None:
     ctx = make_context(agent_name="a", turn=2, properties={"user": "u1"}, clock=lambda: fixed)
     assert (ctx.agent_name, ctx.turn, ctx.is_streaming, ctx.now()) == ("a", 2, False, fixed)
     assert ctx.action_context.get("user") == "u1" and len(ctx.run_id) == 32
+
+
+# --- an async hook that blocks the event loop past its time-out ------------------------
+
+
+class _Blocking:
+    """An async hook that blocks the loop (``time.sleep``) past its time-out."""
+
+    name = "sleepy"
+    timeout_seconds = 0.05
+
+    def __init__(self, on_error: str) -> None:
+        self.on_error = on_error
+
+    @seamkit.hookimpl
+    async def on_pre_llm(self, ctx: object, request: object) -> object:
+        time.sleep(0.2)  # cannot be cancelled: the loop never gets control
+        return seamkit.flow.Terminate("too late to count")
+
+
+def test_a_hook_that_blocked_the_loop_past_its_time_out_is_reported_and_timed_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = seamkit.Agent(
+        seamkit.testing.ScriptedModel([{"text": "hi"}]),
+        hooks=[_Blocking("skip")],
+        plugin_hooks=False,
+    )
+    with caplog.at_level(logging.WARNING, logger="seamkit"):
+        result = agent.run_sync("go")
+    assert result.outcome == seamkit.Completed()  # its Terminate came too late: dropped
+    codes = {d.code: d for d in result.diagnostics}
+    blocked = codes["hook_blocked"]
+    assert blocked.hooks == ("sleepy",) and blocked.event == "on_pre_llm"
+    assert re.search(r"blocked the event loop for 0\.[2-9]s at on_pre_llm", blocked.message)
+    assert "timeout_seconds=0.05 could not be enforced" in blocked.message
+    assert "timed out after 0.05s (it blocked the event loop" in codes["hook_skipped"].message
+    assert any("blocked the event loop" in r.getMessage() for r in caplog.records)
+
+
+def test_a_fail_closed_hook_that_blocked_the_loop_past_its_time_out_fails_the_run() -> None:
+    agent = seamkit.Agent(
+        seamkit.testing.ScriptedModel([{"text": "hi"}]),
+        hooks=[_Blocking("fail")],
+        plugin_hooks=False,
+    )
+    result = agent.run_sync("go")
+    assert isinstance(result.outcome, seamkit.Failed)
+    assert "hook 'sleepy' failed at on_pre_llm: timed out after 0.05s" in result.outcome.error
+    assert "hook_blocked" in {d.code for d in result.diagnostics}

@@ -142,3 +142,27 @@ def unexplained_imports(path: Path, label: str) -> list[str]:
 def test_every_import_inside_a_function_gives_its_reason() -> None:
     unexplained = [line for m, path in MODULES.items() for line in unexplained_imports(path, m)]
     assert not unexplained, "\n".join(unexplained)
+
+
+_RUN_IN_CODE = """
+import sys
+from seamkit import Agent
+from seamkit.testing import ScriptedModel
+
+agent = Agent(ScriptedModel([{"text": "hi"}]), plugin_hooks=False)
+assert agent.run_sync("go").output == "hi"
+print(" ".join(sorted(
+    m for m in sys.modules
+    if m == "yaml" or m.startswith(("yaml.", "seamkit._manifest", "seamkit._document"))
+)))
+"""
+
+
+def test_a_run_of_an_agent_built_in_code_reads_no_manifest_and_no_yaml() -> None:
+    # The run engine (agent, drive loop, batch, dispatch, parts) loads the
+    # manifest machinery and PyYAML only for Agent.load: a fresh interpreter
+    # that builds an agent in code and runs it has neither.
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_IN_CODE], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "", done.stdout

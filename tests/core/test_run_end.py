@@ -176,7 +176,7 @@ def test_a_run_cancelled_before_on_completion_is_cut_by_the_next_cancel(
 def test_a_hook_that_ignores_its_cancellation_is_left_after_a_grace(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr(seamkit._engine._drive, "CANCEL_GRACE_SECONDS", 0.05)
+    monkeypatch.setattr(seamkit._engine._lifecycle, "CANCEL_GRACE_SECONDS", 0.05)
 
     class Stubborn:
         def __init__(self) -> None:

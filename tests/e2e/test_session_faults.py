@@ -429,21 +429,9 @@ def sigint_with_json(lab: Lab) -> Verdict:
 def second_sigint_during_on_completion(lab: Lab) -> Verdict:
     done = _signalled(lab, "completion", signal.SIGINT, times=2)
     assert done.code == 130
-    assert "still finishing: on_completion and saving the session" in done.stderr
-    assert lab.completions() == ["completed"]  # it ran to its end
+    assert "stopping on_completion and saving the session" in done.stderr
+    assert lab.completions() == []  # the second signal cut it short
     assert lab.stored() == ["hello at completion"]
-    return Verdict([("s", "hello at completion")])
-
-
-def third_sigint_quits_at_once(lab: Lab) -> Verdict:
-    done = _signalled(lab, "completion", signal.SIGINT, times=3, COMPLETION_SECONDS="60")
-    assert done.code == 130
-    [recovery] = lab.recovery_files()
-    assert (
-        f"[quit at once on SIGINT: session 's' may not be saved; its transcript is in {recovery}]"
-        in done.stderr
-    )
-    assert lab.completions() == []
     return Verdict([("s", "hello at completion")])
 
 
@@ -476,7 +464,6 @@ FAULTS: dict[str, Callable[[Lab], Verdict]] = {
     },
     "SIGINT with --json": sigint_with_json,
     "second SIGINT during on_completion": second_sigint_during_on_completion,
-    "third SIGINT": third_sigint_quits_at_once,
     "SIGTERM waiting for the session": signal_while_waiting_for_the_session,
 }
 

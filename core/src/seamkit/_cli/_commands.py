@@ -155,7 +155,9 @@ def run_command(
     purpose, 1 when it failed or hit max_turns, 130 when it was cancelled.
     Ctrl-C (SIGINT) or SIGTERM cancels the run: on_completion fires, the
     session is saved, and the exit status is 130 (SIGINT) or 143 (SIGTERM);
-    a second signal says what is still finishing, a third quits at once.
+    a second signal cuts on_completion short, a third quits at once (as does
+    the first when a tool or hook blocks the run for more than a second),
+    leaving the transcript in a recovery file.
     SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
     """
     context = _parse_context(context_items)
@@ -192,7 +194,7 @@ def run_command(
             note(f"[quit at once on {cause}]")
             return
         # The run did not get to save its session: keep what this process knows.
-        kept = recorder.result.transcript if recorder.result else (Message.user(message),)
+        kept = recorder.transcript or [Message.user(message)]
         where = store if store is not None and "@" not in store else None
         path = write_recovery(session, kept, {}, location=where, reason=f"quit at once on {cause}")
         saved = f"its transcript is in {path}" if path is not None else "it was logged"
@@ -224,16 +226,28 @@ def run_command(
 class _Recorder:
     """Keeps the run's `RunResult` as observers get it (`RunFinished`), so
     that a run cut short by a signal, whose caller never gets a result, can
-    still be summarised, printed as JSON and recovered."""
+    still be summarised, printed as JSON and recovered; and, until then, the
+    transcript as far as the run's events tell it (the messages of the first
+    model call, then each turn and tool result), for a process that must
+    quit before the run ends."""
 
     def __init__(self) -> None:
         self.result: RunResult | None = None
+        self.transcript: list[Message] = []
 
     @hookimpl
     def on_run_event(self, ctx: HookContext, event: S.ObservedEvent) -> None:
-        """Remember the result the run finished with."""
-        if isinstance(event, S.RunFinished):
+        """Remember the result the run finished with, and the transcript so far."""
+        if isinstance(event, S.ModelCallStarted):
+            if not self.transcript:
+                self.transcript = list(event.request.messages)
+        elif isinstance(event, S.TurnFinished):
+            self.transcript.append(event.model_turn.message)
+        elif isinstance(event, S.ToolCompleted):
+            self.transcript.append(Message.tool(event.call.id, event.result.content))
+        elif isinstance(event, S.RunFinished):
             self.result = event.result
+            self.transcript = list(event.result.transcript)
 
 
 def _print_timeline(timeline: Timeline) -> None:

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._config import ModelConfig
+from .._config import ModelConfig, Settings
 from .._context import ActionContext, HookContext, system_clock
 from .._errors import SessionNotSaved
 from .._events import HookEvent
 from .._loader import get_registry
-from .._manifest import AppConfig, Settings
 from .._patch import RequestPatch
 from .._persistence._recovery import save_or_recover
 from .._persistence._sessions import SessionStore, StoredSession
@@ -32,8 +31,12 @@ from .._toolmap import ToolMap
 from .._types import Diagnostic, Message, Model, RunResult
 from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
-from ._drive import Emit, RunPlan, RunState, drive, to_the_end
+from ._drive import Emit, RunPlan, RunState, drive
+from ._lifecycle import INTERRUPTS, Interrupt
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
+
+if TYPE_CHECKING:
+    from .._manifest import AppConfig
 
 __all__ = ["Agent", "Continuation", "Input"]
 
@@ -163,6 +166,8 @@ class Agent:
         Raises :class:`seamkit.ManifestError` listing every problem, each
         naming its manifest entry.
         """
+        from .._manifest import AppConfig  # lazy: YAML and the manifest machinery, for load only
+
         registry = registry if registry is not None else get_registry()
         app = AppConfig.load(source, registry=registry)
         base_dir = Path(app.source).resolve().parent if app.source else None
@@ -295,7 +300,9 @@ class Agent:
             run = await self._start(
                 messages, context, history, streaming, stream, None, state, options.defaults
             )
-            return await drive(run)
+            result = await drive(run)
+            run.life.end()  # raises the cancellation or interrupt the run kept
+            return result
         store = options.store
         held = (
             self.session_store()
@@ -317,7 +324,7 @@ class Agent:
                 options.defaults,
             )
             try:
-                return await drive(run)
+                result = await drive(run)
             finally:
                 # Whatever the outcome (cancelled included), the run's whole
                 # transcript replaces the stored one: no message is lost.
@@ -326,13 +333,12 @@ class Agent:
                 # A save that fails leaves the transcript in a recovery file,
                 # and that failure is the news the caller gets (even over a
                 # cancellation: it must learn where its transcript went).
-                not_saved, cancelled = await to_the_end(
+                run.life.save()
+                not_saved = await run.life.shielded(
                     save_or_recover(held, session, run.transcript, _storable(state, stored.state))
                 )
-                if not_saved is not None:
-                    raise not_saved
-                if cancelled is not None:
-                    raise cancelled
+                run.life.saved(not_saved)  # raises what the run kept, if anything
+            return result
 
     async def run(
         self,
@@ -390,7 +396,18 @@ class Agent:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
         options = _RunOptions(context, history, session, store, defaults, state)
-        task = asyncio.ensure_future(self._execute(input, options, True, queue.put_nowait))
+        interrupted: list[Interrupt] = []
+
+        async def execute() -> None:
+            # A KeyboardInterrupt or SystemExit raised in this task would stop
+            # the event loop ("Task exception was never retrieved"): it is
+            # handed to the consumer, who raises it in its own task.
+            try:
+                await self._execute(input, options, True, queue.put_nowait)
+            except INTERRUPTS as exc:
+                interrupted.append(exc)
+
+        task = asyncio.ensure_future(execute())
         task.add_done_callback(lambda _: queue.put_nowait(done))
         try:
             while True:
@@ -402,12 +419,18 @@ class Agent:
         finally:
             if not task.done():
                 task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                while not task.done():  # the run ends (and saves) before the stream closes
+                    try:
+                        await asyncio.wait((task,))
+                    except asyncio.CancelledError:
+                        task.cancel()  # the consumer's next cancellation is the run's
                 # A transcript that went to a recovery file is news even to a
                 # consumer that stopped listening: it must learn where.
                 failure = None if task.cancelled() else task.exception()
                 if isinstance(failure, SessionNotSaved):
                     raise failure
+            if interrupted:
+                raise interrupted[0]
 
     def run_sync(self, input: Input, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""

@@ -33,6 +33,7 @@ from .._toolmap import ToolMap
 from .._types import Failed, Outcome, Terminated, ToolCall, ToolResult
 from ..stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
 from ._dispatch import Dispatched
+from ._lifecycle import INTERRUPTS, Interrupt
 
 __all__ = ["Dispatch", "Settled", "Stop", "run_batch"]
 
@@ -93,7 +94,7 @@ class Batch:
         self.agent = agent
         self.settled = settled
         self.stopped = False
-        self.interrupt: KeyboardInterrupt | SystemExit | None = None
+        self.interrupt: Interrupt | None = None
 
     async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
         """Settle one call and keep it in ``settled``; never raises except on
@@ -310,7 +311,7 @@ async def run_batch(
                 return _DROPPED
             try:
                 outcome = await batch.one(call)
-            except (KeyboardInterrupt, SystemExit) as exc:
+            except INTERRUPTS as exc:
                 # Raised in this task it would stop the event loop itself: it
                 # is handed to the batch's caller instead, like a stop.
                 batch.interrupt = batch.interrupt or exc

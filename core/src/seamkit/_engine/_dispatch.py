@@ -39,6 +39,7 @@ from .._types import (
 )
 from ..flow import Dispatched
 from ..stream import ObservedEvent
+from ._lifecycle import INTERRUPTS, stops_the_run
 
 __all__ = [
     "NOTHING",
@@ -200,7 +201,8 @@ class Dispatcher:
 
     # --- calling one hookimpl ---------------------------------------------
     #
-    # What a hook raises, and what it means (the guide's "When a hook raises"):
+    # What a hook raises, and what it means (the guide's "When a hook raises";
+    # `seamkit._engine._lifecycle.stops_the_run` decides which are moves of the run):
     # - an Exception (a hook's own TimeoutError included) is a hook failure,
     #   handled by its on_error; so is its time-out;
     # - KeyboardInterrupt and SystemExit are the process being asked to stop:
@@ -234,18 +236,44 @@ class Dispatcher:
         except Exception as exc:
             if scope is not None and scope.expired():
                 return self._failed(impl, event, args[0], f"timed out after {timeout:g}s", None)
+            if scope is not None and (late := self._blocked(impl, event, args[0], scope)):
+                return self._failed(impl, event, args[0], late, None)
             return self._failed(impl, event, args[0], f"{type(exc).__name__}: {exc}", exc)
         except BaseException as exc:
-            if _propagates(exc, task):
+            if stops_the_run(exc, task):
                 self._interrupted(impl, event, args[0], exc)
                 raise
             return self._failed(impl, event, args[0], _describe(exc), exc)
-        return result
+        late = (
+            "" if scope is None or scope.expired() else self._blocked(impl, event, args[0], scope)
+        )
+        return self._failed(impl, event, args[0], late, None) if late else result
+
+    def _blocked(self, impl: _Impl, event: HookEvent, ctx: Any, scope: asyncio.Timeout) -> str:
+        """When a hook outlived its time-out that never fired (an ``async``
+        hook that blocked the event loop, so the loop could not cancel it):
+        report it (a ``hook_blocked`` diagnostic and a warning) and say what
+        the hook's failure is, a time-out; ``""`` when it kept its limit."""
+        deadline = scope.when()
+        now = asyncio.get_running_loop().time()
+        if deadline is None or now <= deadline:
+            return ""
+        limit = impl.ref.timeout_seconds or 0.0
+        took = now - deadline + limit
+        name = impl.ref.name
+        message = (
+            f"hook {name!r} blocked the event loop for {took:.1f}s at {event.value}, so its "
+            f"timeout_seconds={limit:g} could not be enforced (an async hook must not make "
+            f"blocking calls such as time.sleep)"
+        )
+        log.warning("%s", message)
+        _diagnose(ctx, "hook_blocked", message, event, (name,))
+        return f"timed out after {limit:g}s (it blocked the event loop for {took:.1f}s)"
 
     def _interrupted(self, impl: _Impl, event: HookEvent, ctx: Any, exc: BaseException) -> None:
         """Report a hook that stopped the run by raising KeyboardInterrupt or
         SystemExit (a cancellation passes unreported: the run reports it)."""
-        if not isinstance(exc, KeyboardInterrupt | SystemExit):
+        if not isinstance(exc, INTERRUPTS):
             return
         name = impl.ref.name
         message = self._redactor(impl, ctx)(
@@ -417,7 +445,7 @@ class Dispatcher:
         except BaseException as exc:
             # Plain code is never cancelled or closed from outside: only
             # KeyboardInterrupt and SystemExit propagate (see _call).
-            if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if isinstance(exc, INTERRUPTS):
                 self._interrupted(impl, event, args[0], exc)
                 raise
             return self._failed(impl, event, args[0], _describe(exc), exc)
@@ -443,19 +471,6 @@ class Dispatcher:
                 )
                 log.warning("%s", message)
                 _diagnose(args[0], "flow_ignored", message, event, (impl.ref.name,))
-
-
-def _propagates(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:
-    """Whether a BaseException out of a hook stops the run rather than being
-    the hook's failure (see the comment above `Dispatcher._call`)."""
-    if isinstance(exc, KeyboardInterrupt | SystemExit):
-        return True
-    current = asyncio.current_task()
-    if isinstance(exc, asyncio.CancelledError):
-        return current is not None and current.cancelling() > 0
-    # Anything else (GeneratorExit...) is the hook's, unless this coroutine is
-    # being closed from outside the task it ran in (at shutdown, say).
-    return current is None or current is not task
 
 
 def _describe(exc: BaseException) -> str:

@@ -30,17 +30,17 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from .. import flow as F
+from .._config import Settings
 from .._context import HookContext
 from .._errors import HookError, ModelError, SeamkitError
 from .._events import HookEvent
 from .._flowcheck import message_problem
-from .._manifest import Settings
 from .._patch import RequestPatch
 from .._toolmap import ToolMap
 from .._types import (
@@ -75,22 +75,13 @@ from ..stream import (
 )
 from ._batch import Settled, run_batch
 from ._dispatch import NOTHING, Dispatched, Dispatcher
+from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
 
-__all__ = ["Emit", "RunPlan", "RunState", "drive", "to_the_end"]
+__all__ = ["Emit", "RunPlan", "RunState", "drive"]
 
 log = logging.getLogger("seamkit.run")
 
-T = TypeVar("T")
-
 Emit = Callable[[ObservedEvent], None]
-
-Interrupt = KeyboardInterrupt | SystemExit
-"""What stops a run and is re-raised after it: the process is asked to stop."""
-
-CANCEL_GRACE_SECONDS = 1.0
-"""How long on_completion hooks that were cut short (by the deadline or a
-second cancellation) get to finish their clean-up before the run stops
-waiting for them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +113,7 @@ class RunState:
         "defaults",
         "emit",
         "invalid",
+        "life",
         "outcome",
         "output",
         "pending",
@@ -152,6 +144,8 @@ class RunState:
         self.output: str | None = None
         self.pending: list[Settled] = []
         """The current batch's settled calls, not yet in the transcript."""
+        self.life = Lifecycle(ctx.run_id)
+        """Where the run is as far as stopping it goes (`seamkit._engine._lifecycle`)."""
 
     def baseline(self) -> ModelRequest:
         """The request every model call of this turn starts from: the
@@ -195,65 +189,64 @@ class RunState:
 
 
 async def drive(run: RunState) -> RunResult:
-    """Run to the end; always fires ``on_completion`` and emits `RunFinished`.
+    """Run to the end: the turns, then ``on_completion``; emits `RunFinished`.
 
-    Cancellation (of the task, or by ``run_timeout_seconds``) ends the run as
-    ``cancelled``; a task cancellation is re-raised after ``on_completion``,
-    and so is a KeyboardInterrupt or SystemExit (from a hook, a tool, the
-    model). Anything else ends in an outcome: this never raises otherwise.
+    Never raises a stop: a cancellation (of the task) or a KeyboardInterrupt
+    or SystemExit (from a hook, a tool, the model) ends the run as
+    ``cancelled`` and is kept in ``run.life``, whose end (`Lifecycle.end`, or
+    `Lifecycle.saved` after a session's save) raises it. Anything else ends
+    in an outcome too.
     """
     settings = run.plan.settings
-    cancelled: asyncio.CancelledError | None = None
-    interrupt: Interrupt | None = None
+    life = run.life
     scope: asyncio.Timeout | None = None
-    if run.emit is not None:
-        run.emit(
-            RunStarted(
-                run.ctx.run_id,
-                run.plan.name,
-                run.session,
-                run.ctx.is_streaming,
-                run.plan.model_spec,
-            )
-        )
     try:
+        if run.emit is not None:  # (an observer may raise KeyboardInterrupt too)
+            run.emit(
+                RunStarted(
+                    run.ctx.run_id,
+                    run.plan.name,
+                    run.session,
+                    run.ctx.is_streaming,
+                    run.plan.model_spec,
+                )
+            )
         async with asyncio.timeout(settings.run_timeout_seconds) as scope:
             await _turns(run)
     except asyncio.CancelledError as exc:
         run.outcome = Cancelled()
-        cancelled = exc
-    except (KeyboardInterrupt, SystemExit) as exc:
+        life.cancel(exc)
+    except INTERRUPTS as exc:
         run.outcome = Cancelled()
-        interrupt = exc
+        life.interrupt(exc)
         _note(run, "interrupted", f"the run was interrupted by {_name(exc)}")
     except HookError as exc:
         run.outcome = Failed(error=exc.message)
+        life.finish()
     except SeamkitError as exc:
         run.outcome = Failed(error=str(exc))
+        life.finish()
     except Exception as exc:  # a model or plugin bug: the run fails, the caller gets a result
         if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
             run.outcome = Cancelled()
+            life.time_out()
             limit = settings.run_timeout_seconds
             _note(run, "run_timeout", f"the run hit run_timeout_seconds={limit}")
         else:
             text = run.redact(f"{type(exc).__name__}: {exc}")
             log.warning("run %s failed: %s", run.ctx.run_id, text)
             run.outcome = Failed(error=text)
+            life.finish()
+    else:
+        life.finish()
     _commit(run)  # the results a batch cut short had settled
     run.outcome = _redacted(run, run.outcome)
     result = _result(run)
-    stopping = cancelled is not None or interrupt is not None
-    late, raised = await _complete(run, result, stopping)
+    await _complete(run, result)
     if len(run.ctx.diagnostics) != len(result.diagnostics):
         result = _result(run)  # with what on_completion noted
     if run.emit is not None:
         run.emit(RunFinished(result))
-    interrupt = interrupt or raised
-    if interrupt is not None:
-        raise interrupt
-    cancelled = cancelled or late
-    if cancelled is not None:
-        raise cancelled
     return result
 
 
@@ -289,48 +282,44 @@ def _redacted(run: RunState, outcome: Outcome) -> Outcome:
     return outcome
 
 
-async def _complete(
-    run: RunState, result: RunResult, stopping: bool
-) -> tuple[asyncio.CancelledError | None, Interrupt | None]:
-    """Fire ``on_completion`` within ``completion_timeout_seconds``; the
-    cancellation that arrived meanwhile and the interrupt a hook raised, for
-    the caller to re-raise once the run is reported.
+async def _complete(run: RunState, result: RunResult) -> None:
+    """Fire ``on_completion`` within ``completion_timeout_seconds``, moving
+    ``run.life`` from ``completing`` (or ``completing_cancelled``) to
+    ``reported``.
 
     The hooks run in a task of their own: the first cancellation of the run
     (a stream closed early, the first Ctrl-C) lets them finish, within the
-    deadline; the deadline or a second cancellation (``stopping``: the run
-    itself was cancelled or interrupted, so any cancellation now is a second
-    one) cancels them, and the run waits at most `CANCEL_GRACE_SECONDS` more
-    for them to clean up.
+    deadline; the deadline or a second cancellation cuts them (``cut``), and
+    the run waits at most `CANCEL_GRACE_SECONDS` more for them to clean up.
     """
+    life = run.life
     if HookEvent.ON_COMPLETION not in run.plan.hooked:
         # Nothing to run or cut short; still a task's step, as it always was:
         # what waits on a cancelled run sees it end as it used to.
-        _, late = await to_the_end(_completion(run, result))
-        return late, None
+        await life.shielded(_completion(run, result))
+        life.complete()
+        return
     task = asyncio.ensure_future(_completion(run, result))
     limit = run.plan.settings.completion_timeout_seconds
     loop = asyncio.get_running_loop()
     deadline = None if limit is None else loop.time() + limit
-    cancelled: asyncio.CancelledError | None = None
     cut: str | None = None
     while not task.done():
         left = None if deadline is None else max(0.0, deadline - loop.time())
         try:
             await asyncio.wait((task,), timeout=left)
         except asyncio.CancelledError as exc:
-            if cancelled is None and not stopping:
-                cancelled = exc  # the first: on_completion goes on
-                continue
-            cancelled = cancelled or exc
-            cut = "the run was cancelled a second time"
-            break
+            if life.cancel(exc) is Phase.CUT:
+                cut = "the run was cancelled a second time"
+                break
+            continue  # the first: on_completion goes on
         if not task.done():
+            life.deadline()
             cut = f"completion_timeout_seconds={limit:g} passed"
             break
     if cut is not None:
         task.cancel()
-        await _grace(task)
+        await life.grace(task)
         message = f"on_completion hooks were cancelled: {cut}"
         log.warning("run %s: %s", run.ctx.run_id, message)
         run.ctx.diagnostics.append(
@@ -346,10 +335,12 @@ async def _complete(
             "run %s: an on_completion hook ignored its cancellation; it is left running",
             run.ctx.run_id,
         )
-        return cancelled, None
-    if task.cancelled():
-        return cancelled, None
-    return cancelled, task.result()
+        life.abandon()
+        return
+    interrupt = None if task.cancelled() else task.result()
+    if interrupt is not None:
+        life.interrupt(interrupt)
+    life.complete()
 
 
 async def _completion(run: RunState, result: RunResult) -> Interrupt | None:
@@ -358,35 +349,12 @@ async def _completion(run: RunState, result: RunResult) -> Interrupt | None:
     event loop before the run could report and save."""
     try:
         await run.dispatch(HookEvent.ON_COMPLETION, result)
-    except (KeyboardInterrupt, SystemExit) as exc:
+    except INTERRUPTS as exc:
         return exc
     except Exception as exc:  # hooks' failures are handled inside: this is a bug
         text = run.redact(f"{type(exc).__name__}: {exc}")
         log.warning("run %s: on_completion failed: %s", run.ctx.run_id, text)
     return None
-
-
-async def _grace(task: asyncio.Task[Any]) -> None:
-    """Wait up to `CANCEL_GRACE_SECONDS` for a cancelled task to end; a
-    further cancellation ends the wait at once."""
-    try:
-        await asyncio.wait((task,), timeout=CANCEL_GRACE_SECONDS)
-    except asyncio.CancelledError:
-        return
-
-
-async def to_the_end(work: Awaitable[T]) -> tuple[T, asyncio.CancelledError | None]:
-    """Await ``work`` to its end even when the awaiting task is cancelled
-    meanwhile; its result, and the cancellation that arrived (for the caller
-    to re-raise once it has finished what must not be cut short)."""
-    task = asyncio.ensure_future(work)
-    cancelled: asyncio.CancelledError | None = None
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError as exc:
-            cancelled = cancelled or exc
-    return task.result(), cancelled
 
 
 def _note(run: RunState, code: str, message: str) -> None:

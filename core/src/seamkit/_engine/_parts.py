@@ -14,11 +14,10 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._config import HookConfig, ModelConfig, split_model_spec
 from .._errors import ManifestError, ModelError, Problem, SeamkitError, SessionError
-from .._manifest import AppConfig, locate_problems
 from .._persistence._sessions import SessionStore, SQLiteSessionStore
 from .._registry import BuildContext, KindInfo, Registry
 from .._secret import redact, secret_texts
@@ -26,6 +25,9 @@ from .._tool import Tool
 from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
 from .._types import Model
 from ._dispatch import ConfiguredHook
+
+if TYPE_CHECKING:
+    from .._manifest import AppConfig
 
 __all__ = [
     "Parts",
@@ -298,6 +300,8 @@ async def build_parts(
     if not problems:
         configured = await _configured_hooks(app, build.with_tools(tool_map), problems)
     if problems or built_model is None:
+        from .._manifest import locate_problems  # lazy: the manifest path only, not a run
+
         raise ManifestError(locate_problems(problems, None, source=app.source), source=app.source)
     return Parts(
         built_model,

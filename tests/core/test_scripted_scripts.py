@@ -325,3 +325,17 @@ def test_the_guide_lists_every_expect_key_in_one_table() -> None:
     table = _expect_table()
     assert table in guide, f"update the table of expect: keys in docs/guide.md to:\n\n{table}"
     assert guide.count("| `expect:` key |") == 1
+
+
+def test_a_scripted_model_keeps_only_its_latest_requests() -> None:
+    """A script played for hours (a served app, a benchmark) must not grow
+    without end: the latest ``keep_requests`` stay, in order."""
+    model = ScriptedModel([{"text": "hi"}], each_run=True, keep_requests=3)
+    for n in range(5):
+        asyncio.run(model.complete(ModelRequest(messages=(Message.user(f"m{n}"),))))
+    assert [r.messages[-1].text for r in model.requests] == ["m2", "m3", "m4"]
+    every = ScriptedModel([{"text": "hi"}], each_run=True, keep_requests=None)
+    for n in range(1200):
+        asyncio.run(every.complete(ModelRequest(messages=(Message.user(f"m{n}"),))))
+    assert len(every.requests) == 1200
+    assert ScriptedModel([{"text": "hi"}]).keep_requests == 100

@@ -64,9 +64,13 @@ class _Script(BaseModel):
     each_run: bool = False
 
 
+KEEP_REQUESTS = 100
+"""How many of the latest requests a `ScriptedModel` keeps by default."""
+
+
 class ScriptedModel:
     """A model that answers from a list of scripted turns, in order, and keeps
-    every request it received in ``requests``."""
+    the requests it received in ``requests``."""
 
     def __init__(
         self,
@@ -74,6 +78,7 @@ class ScriptedModel:
         *,
         name: str = "script",
         each_run: bool = False,
+        keep_requests: int | None = KEEP_REQUESTS,
     ) -> None:
         """Raises `ScriptError` naming the first turn that is malformed."""
         self.name = name
@@ -90,7 +95,11 @@ class ScriptedModel:
         self.each_run = each_run
         self.requests: list[ModelRequest] = []
         """Every request received (by ``complete`` and ``stream``), in order;
-        one that ran past the script or failed its turn's ``expect`` too."""
+        one that ran past the script or failed its turn's ``expect`` too. Only
+        the latest ``keep_requests`` stay (``None``: all of them), so that a
+        server or a benchmark that plays a script for hours does not grow
+        without end."""
+        self.keep_requests = keep_requests
 
     @property
     def spec(self) -> str:
@@ -147,6 +156,8 @@ class ScriptedModel:
 
     def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str]]:
         self.requests.append(request)
+        if self.keep_requests is not None and len(self.requests) > self.keep_requests:
+            del self.requests[: len(self.requests) - self.keep_requests]
         if self.each_run:
             self.position = 0
             for message in reversed(request.messages):

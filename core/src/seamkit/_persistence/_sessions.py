@@ -25,7 +25,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,11 +168,7 @@ class SQLiteSessionStore:
         self._read_only: str | None = None  # why it cannot be written, when found on opening
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(self._connect()) as db, db:
-                db.execute(_SCHEMA)
-                columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
-                if "state" not in columns:  # a store written before sessions had state
-                    db.execute("ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
+            _while_locked(self._create)
         except (OSError, sqlite3.Error) as exc:
             self._read_only = self._why_read_only()
             if self._read_only is None or not self.path.is_file():
@@ -219,6 +215,14 @@ class SQLiteSessionStore:
                 hint="make it writable, or use another store with --store PATH "
                 "(or sessions.store in the manifest)",
             )
+
+    def _create(self) -> None:
+        """The table, in WAL mode (the columns of an older store added)."""
+        with closing(self._connect()) as db, db:
+            db.execute(_SCHEMA)
+            columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
+            if "state" not in columns:  # a store written before sessions had state
+                db.execute("ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
 
     def _connect(self) -> sqlite3.Connection:
         if self._read_only is None:
@@ -354,3 +358,25 @@ def _text(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return "null" if value is None else str(value)
+
+
+_OPEN_SECONDS = 30.0
+"""How long opening a store waits for other processes that open it at once."""
+
+
+def _while_locked(create: Callable[[], None]) -> None:
+    """``create()``, again while SQLite says the file is locked: processes that
+    open a new store at once (the workers of ``seamkit serve``) race to switch
+    it to WAL, and SQLite answers that switch "database is locked" at once,
+    without waiting for its busy time-out."""
+    deadline = time.monotonic() + _OPEN_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            create()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)

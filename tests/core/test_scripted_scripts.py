@@ -328,8 +328,8 @@ def test_the_guide_lists_every_expect_key_in_one_table() -> None:
 
 
 def test_a_scripted_model_keeps_only_its_latest_requests() -> None:
-    """A script played for hours (a served app, a benchmark) must not grow
-    without end: the latest ``keep_requests`` stay, in order."""
+    """With ``keep_requests``, the latest that many stay, in order; without,
+    every request."""
     model = ScriptedModel([{"text": "hi"}], each_run=True, keep_requests=3)
     for n in range(5):
         asyncio.run(model.complete(ModelRequest(messages=(Message.user(f"m{n}"),))))
@@ -338,4 +338,11 @@ def test_a_scripted_model_keeps_only_its_latest_requests() -> None:
     for n in range(1200):
         asyncio.run(every.complete(ModelRequest(messages=(Message.user(f"m{n}"),))))
     assert len(every.requests) == 1200
-    assert ScriptedModel([{"text": "hi"}]).keep_requests == 100
+    assert ScriptedModel([{"text": "hi"}]).keep_requests is None  # in code: every one
+
+
+def test_a_scripted_model_from_a_manifest_keeps_its_latest_100(tmp_path: Path) -> None:
+    """``seamkit serve`` may play a manifest's script for hours: it keeps a bounded record."""
+    script = tmp_path / "script.yaml"
+    script.write_text("- text: hi\n")
+    assert ScriptedModel.from_spec(str(script)).keep_requests == 100

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,7 +22,7 @@ from pydantic import Field
 from ._config import ModelConfig, ToolConfig
 from ._errors import SeamkitError
 from ._events import hookimpl
-from ._registry import BuildContext
+from ._registry import BuildContext, RegisterModel, RegisterToolKind
 from ._scripted import ScriptedModel
 from ._tool import Tool
 from ._types import Model
@@ -124,7 +123,7 @@ def _functions(module: Any) -> list[str]:
 
 
 @hookimpl
-def register_tool_kinds(register: Callable[..., None]) -> None:
+def register_tool_kinds(register: RegisterToolKind) -> None:
     """The ``function`` tool kind."""
     register(FunctionToolConfig, resolve_function_tools)
 
@@ -135,6 +134,6 @@ def _scripted(config: ModelConfig, build: BuildContext) -> Model:
 
 
 @hookimpl
-def register_models(register: Callable[..., None]) -> None:
+def register_models(register: RegisterModel) -> None:
     """The ``scripted`` model, which plays turns from a YAML or JSON script."""
     register("scripted", _scripted)

@@ -64,8 +64,9 @@ class _Script(BaseModel):
     each_run: bool = False
 
 
-KEEP_REQUESTS = 100
-"""How many of the latest requests a `ScriptedModel` keeps by default."""
+SERVED_REQUESTS = 100
+"""How many of the latest requests a scripted model from a manifest keeps:
+an app served for hours must not grow with every request it answers."""
 
 
 class ScriptedModel:
@@ -78,7 +79,7 @@ class ScriptedModel:
         *,
         name: str = "script",
         each_run: bool = False,
-        keep_requests: int | None = KEEP_REQUESTS,
+        keep_requests: int | None = None,
     ) -> None:
         """Raises `ScriptError` naming the first turn that is malformed."""
         self.name = name
@@ -95,10 +96,10 @@ class ScriptedModel:
         self.each_run = each_run
         self.requests: list[ModelRequest] = []
         """Every request received (by ``complete`` and ``stream``), in order;
-        one that ran past the script or failed its turn's ``expect`` too. Only
-        the latest ``keep_requests`` stay (``None``: all of them), so that a
-        server or a benchmark that plays a script for hours does not grow
-        without end."""
+        one that ran past the script or failed its turn's ``expect`` too. With
+        ``keep_requests``, only that many of the latest stay (a model from a
+        manifest, which ``seamkit serve`` may play for hours, keeps
+        `SERVED_REQUESTS`)."""
         self.keep_requests = keep_requests
 
     @property
@@ -150,7 +151,7 @@ class ScriptedModel:
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             head = first.format(str(path)).splitlines()[0]
             raise ScriptError(f"model script {head}{more}", hint=first.hint)
-        model = cls([], name=str(path), each_run=script.each_run)
+        model = cls([], name=str(path), each_run=script.each_run, keep_requests=SERVED_REQUESTS)
         model.turns = script.turns
         return model
 

@@ -189,3 +189,63 @@ def test_a_run_keeps_the_secret_out_of_logs_diagnostics_results_and_the_store(
     assert {name: revealed(text) for name, text in outputs.items()} == {
         name: [] for name in outputs
     }
+
+
+STALLING_CLI = """
+import sys, time
+import seamkit
+from seamkit._cli._group import main
+from seamkit.plugins import PluginInfo, add_plugin, get_registry
+
+
+class Stall:
+    @seamkit.hookimpl
+    def on_iteration_end(self, ctx, messages):
+        print("STALLED", file=sys.stderr, flush=True)
+        time.sleep(60)  # blocks the event loop: only the watchdog can end the run
+
+
+add_plugin(get_registry(), Stall(), PluginInfo(name="stall"))
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_the_watchdogs_recovery_file_never_shows_the_secret(app: Path) -> None:
+    """A signal while a hook blocks the event loop: the watchdog writes the
+    run's transcript to a recovery file and quits (issue 26). What it writes
+    is the run as far as it got (the failed fetch, its header masked), and
+    the canary is in none of it, nor in what the command printed."""
+    import os
+    import signal
+    import time
+
+    child = app.parent / "stalling_cli.py"
+    child.write_text(STALLING_CLI)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAMKIT_", "OTEL_"))}
+    env.update(VAULT_KEY=CANARY, SEAMKIT_HOME=str(app.parent / "home"))
+    store = app.parent / "sessions.sqlite"
+    argv = [sys.executable, str(child), "run", str(app), "what is there?", "--context"]
+    argv += [f"token={CANARY}", "--session", "s", "--store", str(store)]
+    err = app.parent / "stderr.txt"
+    with err.open("wb") as stderr:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=stderr, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while "STALLED" not in err.read_text():
+            assert proc.poll() is None, err.read_text()
+            assert time.monotonic() < deadline, err.read_text()
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err.read_text()
+    (recovery,) = (app.parent / "home" / "recovery").glob("*.json")
+    written = recovery.read_text()
+    assert "with Authorization: Basic" in written  # the run's progress is there...
+    outputs = {"stdout": stdout.decode(), "stderr": err.read_text(), "recovery": written}
+    assert {name: revealed(text) for name, text in outputs.items()} == {
+        name: [] for name in outputs
+    }  # ...and the canary is nowhere

@@ -169,25 +169,19 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
     return st.one_of(*(options[t] for t in accepted))
 
 
-def _argument_defaults(event: HookEvent) -> dict[str, st.SearchStrategy[Any]]:
-    """The strategy each of ``event``'s arguments (after ``ctx``) is drawn from."""
-    if event in (HookEvent.ON_REQUEST_START, HookEvent.ON_ITERATION_END):
-        return {"messages": histories()}
-    if event == HookEvent.ON_PRE_LLM:
-        return {"request": model_requests()}
-    if event == HookEvent.ON_MODEL_TURN_FINISHED:
-        return {"turn": _text.map(lambda t: ModelTurn(message=Message.assistant(t)))}
-    if event == HookEvent.ON_PRE_TOOL_USE:
-        return {"call": tool_calls()}
-    if event == HookEvent.ON_POST_TOOL_USE:
-        return {"call": tool_calls(), "result": tool_results()}
-    if event == HookEvent.ON_INVALID_TOOL_CALL:
-        return {
-            "call": tool_calls(),
-            "error": _text,
-            "available_tools": st.lists(tool_names, max_size=3).map(tuple),
-        }
-    return {"result": _text.map(lambda t: RunResult(output=t))}
+def _by_type() -> dict[str, st.SearchStrategy[Any]]:
+    """The strategy an event argument is drawn from, by its type as the
+    events table spells it: a new event with these types needs nothing here."""
+    return {
+        "tuple[Message, ...]": histories(),
+        "ModelRequest": model_requests(),
+        "ModelTurn": _text.map(lambda t: ModelTurn(message=Message.assistant(t))),
+        "ToolCall": tool_calls(),
+        "ToolResult": tool_results(),
+        "str": _text,
+        "tuple[str, ...]": st.lists(tool_names, max_size=3).map(tuple),
+        "RunResult": _text.map(lambda t: RunResult(output=t)),
+    }
 
 
 def event_arguments(
@@ -199,12 +193,14 @@ def event_arguments(
     the others keep theirs. An argument the event does not take is a
     ``TypeError`` listing the ones it does."""
     e = HookEvent(event)
-    names = EVENTS[e].args[1:]
+    params = dict(EVENTS[e].params)
+    del params["ctx"]
+    names = tuple(params)
     unknown = sorted(set(drawn_from) - set(names))
     if unknown:
         raise TypeError(
             f"{e.value} has no argument {', '.join(map(repr, unknown))}; "
             f"its arguments after ctx: {', '.join(names)}"
         )
-    defaults = _argument_defaults(e)
-    return st.tuples(*(drawn_from.get(name, defaults[name]) for name in names))
+    by_type = _by_type()
+    return st.tuples(*(drawn_from[n] if n in drawn_from else by_type[params[n]] for n in names))

@@ -58,6 +58,7 @@ EXAMPLE_BODIES: dict[str, str] = {
     "Retry": "Retry(f\"{error}; tools: {', '.join(available_tools)}\")",
     "Repair": "Repair(call.name.lower(), call.arguments)",
     "Fail": 'Fail(f"invalid tool call: {error}")',
+    "RequireApproval": 'RequireApproval(f"{call.name} acts on the world: a person decides")',
 }
 """What an example hookimpl returns, by flow type: it may use the arguments of
 every event that accepts the flow, and the names ``example_imports()`` brings."""

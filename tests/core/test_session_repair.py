@@ -218,7 +218,7 @@ class Small(SQLiteSessionStore):
 
     def _connect(self) -> sqlite3.Connection:
         db = super()._connect()
-        db.execute("PRAGMA max_page_count = 3")
+        db.execute("PRAGMA max_page_count = 6")  # the schema, no room for a transcript
         return db
 
 

@@ -130,6 +130,18 @@ def test_chain_order_equals_list_order(event: HookEvent, data: st.DataObject) ->
     assert [name for name, _ in calls] == expected
     if stop is not None:
         assert result == (results[stop], f"h{stop}")
+    else:
+        asked = next((i for i, r in enumerate(results) if isinstance(r, F.RequireApproval)), None)
+        if asked is not None:  # the first asker, with the arguments the chain left
+            assert isinstance(result.flow, F.RequireApproval) and result.hook == f"h{asked}"
+            assert result.flow.reason == results[asked].reason
+            rewrote = any(
+                isinstance(r, F.RewriteArgs)
+                or (isinstance(r, F.RequireApproval) and r.arguments is not None)
+                for r in results
+            )
+            final = result.flow.arguments
+            assert (final is not None) == rewrote
     # each hook saw what the previous one produced
     position = 2 if event == HookEvent.ON_POST_TOOL_USE else 1
     current = args[position - 1]
@@ -137,7 +149,9 @@ def test_chain_order_equals_list_order(event: HookEvent, data: st.DataObject) ->
         assert seen[position] == current
         if isinstance(r, F.RewriteMessages):
             current = tuple(r.messages)
-        elif isinstance(r, F.RewriteArgs):
+        elif isinstance(r, F.RewriteArgs) or (
+            isinstance(r, F.RequireApproval) and r.arguments is not None
+        ):
             current = current.model_copy(update={"arguments": dict(r.arguments)})
         elif isinstance(r, F.RewriteResult):
             current = current.model_copy(update={"content": r.content})

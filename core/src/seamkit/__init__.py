@@ -25,6 +25,13 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         plugins as plugins,
         stream as stream,
     )
+    from ._approval import (
+        Approve as Approve,
+        Decisions as Decisions,
+        Edit as Edit,
+        PendingCall as PendingCall,
+        Reject as Reject,
+    )
     from ._config import (
         AnyRefreshCondition as AnyRefreshCondition,
         HookConfig as HookConfig,
@@ -36,6 +43,8 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._context import (
         ActionContext as ActionContext,
+        CallInfo as CallInfo,
+        Effects as Effects,
         HookContext as HookContext,
         Scratchpad as Scratchpad,
     )
@@ -53,6 +62,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         ModelError as ModelError,
         PluginError as PluginError,
         Problem as Problem,
+        ResumeError as ResumeError,
         ScriptError as ScriptError,
         SeamkitError as SeamkitError,
         SessionBusy as SessionBusy,
@@ -73,6 +83,10 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._patch import (
         RequestPatch as RequestPatch,
+    )
+    from ._persistence._journal import (
+        JournalEntry as JournalEntry,
+        JournalStore as JournalStore,
     )
     from ._persistence._sessions import (
         SessionStore as SessionStore,
@@ -115,6 +129,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         ModelTurn as ModelTurn,
         Outcome as Outcome,
         RunResult as RunResult,
+        Suspended as Suspended,
         Terminated as Terminated,
         ToolCall as ToolCall,
         ToolResult as ToolResult,
@@ -140,6 +155,11 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "plugins": "",
     "stream": "",
     "Agent": "._engine._agent",
+    "Approve": "._approval",
+    "Decisions": "._approval",
+    "Edit": "._approval",
+    "PendingCall": "._approval",
+    "Reject": "._approval",
     "AnyRefreshCondition": "._config",
     "HookConfig": "._config",
     "KindConfig": "._config",
@@ -147,6 +167,8 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "RefreshCondition": "._config",
     "ToolConfig": "._config",
     "ActionContext": "._context",
+    "CallInfo": "._context",
+    "Effects": "._context",
     "HookContext": "._context",
     "Scratchpad": "._context",
     "HookStack": "._engine._dispatch",
@@ -157,6 +179,7 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "ContextLengthExceeded": "._errors",
     "PluginError": "._errors",
     "Problem": "._errors",
+    "ResumeError": "._errors",
     "ScriptError": "._errors",
     "SeamkitError": "._errors",
     "SessionBusy": "._errors",
@@ -174,6 +197,8 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "Secret": "._secret",
     "redact": "._secret",
     "secret_json": "._secret",
+    "JournalEntry": "._persistence._journal",
+    "JournalStore": "._persistence._journal",
     "SQLiteSessionStore": "._persistence._sessions",
     "SessionStore": "._persistence._sessions",
     "StoredSession": "._persistence._sessions",
@@ -198,6 +223,7 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "ModelTurn": "._types",
     "Outcome": "._types",
     "RunResult": "._types",
+    "Suspended": "._types",
     "Terminated": "._types",
     "ToolCall": "._types",
     "ToolResult": "._types",

@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ._events import EVENTS, HookEvent
+from ._secret import Secret
 
 __all__ = [
     "AnyRefreshCondition",
@@ -218,6 +219,19 @@ class Settings(BaseModel):
         ge=0,
         description="How long a run waits for another run on the same session before it "
         "fails with 'session busy'.",
+    )
+    state_key: Secret[str] | None = Field(
+        default=None,
+        description="The key (a ${secret:...}) that signs the suspended state of a run "
+        "without a session, so that it cannot be forged; such a run cannot be resumed "
+        "without it.",
+    )
+    approval_expires_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="How long a call may wait for approval; an older one is rejected with "
+        "'approval expired' when the run continues. null: pending calls never expire "
+        "(a session-less suspended state still expires after 7 days).",
     )
     placement: Placement = Field(
         default="history",

@@ -6,14 +6,41 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ._secret import Redactor, Secret, secret_texts
 
-__all__ = ["ActionContext", "HookContext", "Scratchpad", "system_clock"]
+__all__ = ["ActionContext", "CallInfo", "Effects", "HookContext", "Scratchpad", "system_clock"]
+
+
+Effects = Literal["none", "idempotent", "once"]
+"""What running a tool does to the world: ``none`` (it only reads; re-running
+it is harmless), ``idempotent`` (it acts, and running it again with the same
+idempotency key acts once), ``once`` (it acts, and must not run twice: after
+a crash mid-call it is reported in doubt, never re-run)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """What one tool call knows about itself, injected into a parameter
+    annotated ``seamkit.CallInfo`` (hidden from the model's schema).
+
+    ``idempotency_key`` is made at random for the call and journaled before
+    the call runs: a call re-run after a crash (an ``idempotent`` tool) gets
+    the same key, so the tool (or the service it calls) can act once.
+    ``attempt`` counts from 1; it is 2 on the first re-run. Unlike the
+    shared `ActionContext`, which a caller fills, nobody but the kernel
+    writes this.
+    """
+
+    call_id: str
+    idempotency_key: str
+    attempt: int = 1
+    tool: str = ""
 
 
 def system_clock() -> datetime:

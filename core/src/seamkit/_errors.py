@@ -12,6 +12,7 @@ exactly those two lines for any of them, never a traceback unless ``--debug``.
     ├── HookError                a hook failed closed (on_error: fail, a wrong flow)
     ├── ToolDefinitionError      a function or schema cannot be made a tool
     ├── InvalidToolCall          the model's arguments do not fit a tool's schema
+    ├── ResumeError              a run cannot continue as asked (decisions, pending calls)
     ├── ModelError               a model cannot be built or failed to answer
     │   ├── ContextLengthExceeded  the request is longer than the model's context window
     │   └── ScriptError          the scripted model ran out or was asked the wrong thing
@@ -34,6 +35,7 @@ __all__ = [
     "ModelError",
     "PluginError",
     "Problem",
+    "ResumeError",
     "ScriptError",
     "SeamkitError",
     "SessionBusy",
@@ -271,3 +273,25 @@ class SessionNotSaved(SessionError):
         )
         self.name = name
         self.recovery = recovery
+
+
+class ResumeError(SeamkitError):
+    """Raised before anything runs when a run cannot continue as asked: a
+    decision for a call that is not pending, one already decided, a digest
+    that does not match what was shown, edited arguments the tool refuses;
+    new input to a session whose calls wait for a decision (or were cut
+    short by a crash); a suspended state that is forged, expired, or bound
+    to another context. Nothing was run or changed. Carries the ``session``
+    (``None`` without one) and the ``call_id`` concerned, when one is."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        session: str | None = None,
+        call_id: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.session = session
+        self.call_id = call_id

@@ -152,7 +152,7 @@ EVENTS: dict[HookEvent, EventSpec] = {
             F.PreToolUseFlow,
             Composition.CHAIN,
             tool_event=True,
-            rewrites={F.RewriteArgs: "call"},
+            rewrites={F.RewriteArgs: "call", F.RequireApproval: "call"},
         ),
         EventSpec(
             HookEvent.ON_POST_TOOL_USE,

@@ -165,6 +165,9 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
     F.Skip: lambda flow: _text(flow.reason, "reason"),
     F.Terminate: lambda flow: _text(flow.reason, "reason"),
     F.Fail: lambda flow: _text(flow.reason, "reason"),
+    F.RequireApproval: lambda flow: (
+        _text(flow.reason, "reason") or _arguments(flow.arguments, "arguments", optional=True)
+    ),
     F.Retry: lambda flow: _text(flow.feedback, "feedback", optional=True),
     F.Repair: _repair,
 }

@@ -6,6 +6,8 @@ A parameter is injected, and hidden from the model, when it is
 - annotated :class:`seamkit.ActionContext` (or a subclass), or named
   ``action_context``: it receives the run's context;
 - named ``action_agent``: it receives the running agent;
+- annotated :class:`seamkit.CallInfo`: it receives the call's own id,
+  idempotency key and attempt (never from the shared context);
 - named ``_x``: it receives the context property ``x``;
 - annotated ``Annotated[T, Injected("x")]``: it receives property ``x``
   whatever the parameter is called.
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 
-from ._context import ActionContext
+from ._context import ActionContext, CallInfo
 from ._errors import ToolDefinitionError
 from ._secret import Secret
 
@@ -56,6 +58,7 @@ class Injection:
     required: bool
     keep_secret: bool
     agent: bool = False
+    call_info: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +177,8 @@ def _injection(param: inspect.Parameter, hint: Any, where: str) -> Injection | N
     marks = [m for m in metadata if isinstance(m, Injected)]
     if marks:
         return Injection(param.name, marks[-1].name, required, _is_secret(base))
+    if base is CallInfo:
+        return Injection(param.name, None, required, False, call_info=True)
     if param.name == "action_agent":
         return Injection(param.name, None, required, False, agent=True)
     if (isinstance(base, type) and issubclass(base, ActionContext)) or (

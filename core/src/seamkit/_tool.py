@@ -11,13 +11,15 @@ import json
 import logging
 import re
 import traceback
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
-from ._context import ActionContext
+from ._approval import ApprovalRule, ApprovalSetting, approval_rule
+from ._context import ActionContext, CallInfo, Effects
 from ._errors import InvalidToolCall, ToolDefinitionError
 from ._flatcheck import flat_check
 from ._secret import Redactor, Secret, secret_json, secret_texts
@@ -51,6 +53,7 @@ _EMPTY_CONTEXT = ActionContext(context_id="empty")
 _PYDANTIC_PREFIX = "Error serializing to JSON: "
 _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
 _NO_REDACTOR = Redactor()
+_EFFECTS: tuple[Effects, ...] = ("none", "idempotent", "once")
 
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"
@@ -113,7 +116,9 @@ class Tool:
         "_sig",
         "_spec",
         "_validate",
+        "approval",
         "description",
+        "effects",
         "function",
         "name",
         "tags",
@@ -130,6 +135,8 @@ class Tool:
         tags: Iterable[str] = (),
         terminal: bool = False,
         timeout_seconds: float | None = None,
+        approval: ApprovalSetting | ApprovalRule = False,
+        effects: Effects = "once",
         _signature: ToolSignature | None = None,
     ) -> None:
         if not callable(function):
@@ -155,6 +162,17 @@ class Tool:
         self.tags: frozenset[str] = frozenset(tags)
         self.terminal = bool(terminal)
         self.timeout_seconds: float | None = timeout_seconds
+        self.approval: ApprovalRule = approval_rule(approval, tool=self.name)
+        """When a call needs a person's approval (`seamkit.Decisions`)."""
+        if effects not in _EFFECTS:
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: effects must be one of {', '.join(_EFFECTS)}, "
+                f"not {effects!r}",
+                hint="'none' for a tool that only reads, 'idempotent' for one that acts "
+                "once per idempotency key, 'once' (the default) for any other",
+            )
+        self.effects: Effects = effects
+        """What running it does: ``none``, ``idempotent`` or ``once`` (the journal's rule)."""
         self._async = _is_async(function)
         self._fields = self._sig.fields
         self._validate = self._sig.model.__pydantic_validator__.validate_json
@@ -183,6 +201,8 @@ class Tool:
         tags: Iterable[str] = (),
         terminal: bool = False,
         timeout_seconds: float | None = None,
+        approval: ApprovalSetting | ApprovalRule = False,
+        effects: Effects = "once",
     ) -> Tool:
         """A tool whose JSON Schema comes from elsewhere (a tool service, an
         MCP server): ``await call(arguments, ctx)`` runs it.
@@ -195,6 +215,8 @@ class Tool:
         `seamkit.stream.ToolOutputDelta` and joined into the result; a
         `ToolResult` it yields ends the stream and is the result, so a
         stream can end in an error the model sees).
+        ``approval`` and ``effects`` are as for :func:`seamkit.tool`. ``call``
+        may take a third parameter: it then receives the call's `CallInfo`.
         Raises `ToolDefinitionError` for a schema that is not valid JSON
         Schema or not an object schema.
         """
@@ -206,6 +228,8 @@ class Tool:
             tags=tags,
             terminal=terminal,
             timeout_seconds=timeout_seconds,
+            approval=approval,
+            effects=effects,
         )
 
     @property
@@ -225,14 +249,17 @@ class Tool:
         return {i.param: i.prop for i in self._sig.injections}
 
     def replace(self, **changes: Any) -> Tool:
-        """A copy with ``name``, ``description``, ``tags``, ``terminal`` or
-        ``timeout_seconds`` changed (the signature is not analysed again)."""
+        """A copy with ``name``, ``description``, ``tags``, ``terminal``,
+        ``timeout_seconds``, ``approval`` or ``effects`` changed (the
+        signature is not analysed again)."""
         options: dict[str, Any] = {
             "name": self.name,
             "description": self.description,
             "tags": self.tags,
             "terminal": self.terminal,
             "timeout_seconds": self.timeout_seconds,
+            "approval": self.approval,
+            "effects": self.effects,
         }
         unknown = set(changes) - set(options)
         if unknown:
@@ -329,6 +356,7 @@ class Tool:
         agent: object = None,
         on_chunk: Callable[[str], None] | None = None,
         redactor: Redactor | None = None,
+        call_info: CallInfo | None = None,
     ) -> ToolResult:
         """Run the tool on arguments :meth:`validate` already produced.
 
@@ -338,9 +366,12 @@ class Tool:
         passes ``ctx.redactor``: the manifest's secrets too). ``agent`` is what an
         ``action_agent`` parameter receives. A tool that yields text chunks
         hands each to ``on_chunk`` as it comes; the result joins them.
+        ``call_info`` is what a ``CallInfo`` parameter receives (by default
+        one with a fresh idempotency key).
         """
         ctx = _EMPTY_CONTEXT if context is None else context
-        prepared = self._arguments(values, ctx, agent, call_id)
+        info = call_info if call_info is not None else CallInfo(call_id, "", tool=self.name)
+        prepared = self._arguments(values, ctx, agent, info)
         if isinstance(prepared, ToolResult):
             return prepared
         args, kwargs = prepared
@@ -376,12 +407,16 @@ class Tool:
         return self._result(result, call_id, ctx, secrets, redactor)
 
     def _arguments(
-        self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
+        self, values: dict[str, Any], ctx: ActionContext, agent: object, info: CallInfo
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
         """The function's positional and keyword arguments: the model's
         values plus what is injected; a failed result for a missing one."""
         kwargs = dict(values)
+        call_id = info.call_id
         for injection in self._sig.injections:
+            if injection.call_info:
+                kwargs[injection.param] = _keyed(info)
+                continue
             if injection.prop is None:
                 kwargs[injection.param] = agent if injection.agent else ctx
                 if injection.agent and agent is None and injection.required:
@@ -482,6 +517,8 @@ def tool(
     tags: Iterable[str] = (),
     terminal: bool = False,
     timeout_seconds: float | None = None,
+    approval: ApprovalSetting = False,
+    effects: Effects = "once",
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -494,13 +531,19 @@ def tool(
     tags: Iterable[str] = (),
     terminal: bool = False,
     timeout_seconds: float | None = None,
+    approval: ApprovalSetting = False,
+    effects: Effects = "once",
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function (plain or ``async def``) a tool: ``@seamkit.tool`` or
     ``@seamkit.tool(name=..., description=..., tags=..., terminal=...,
-    timeout_seconds=...)``.
+    timeout_seconds=..., approval=..., effects=...)``.
 
     The description defaults to the docstring; the argument schema comes from
-    the type hints. See :class:`Tool`.
+    the type hints. ``approval`` says when a call needs a person's approval
+    (``True``, or ``{"when": <JSON Schema over the arguments>}``);
+    ``effects`` what running it does (``"none"``, ``"idempotent"``, or
+    ``"once"``, the default), which decides what happens to a call a crash
+    cut short. See :class:`Tool`.
     """
 
     def make(fn: Callable[..., Any]) -> Tool:
@@ -511,6 +554,8 @@ def tool(
             tags=tags,
             terminal=terminal,
             timeout_seconds=timeout_seconds,
+            approval=approval,
+            effects=effects,
         )
 
     return make if function is None else make(function)
@@ -545,9 +590,9 @@ def _frames(exc: BaseException) -> str:
 
 class _SchemaTool(Tool):
     """A tool made with :meth:`Tool.from_schema`: validated by JSON Schema,
-    called as ``call(arguments, ctx)``."""
+    called as ``call(arguments, ctx)`` (or ``call(arguments, ctx, info)``)."""
 
-    __slots__ = ("_fast", "_schema", "_validator")
+    __slots__ = ("_fast", "_schema", "_takes_info", "_validator")
 
     def __init__(
         self,
@@ -559,6 +604,8 @@ class _SchemaTool(Tool):
         tags: Iterable[str] = (),
         terminal: bool = False,
         timeout_seconds: float | None = None,
+        approval: ApprovalSetting | ApprovalRule = False,
+        effects: Effects = "once",
         _validator: Validator | None = None,
     ) -> None:
         validator = _validator or _compile(name, parameters)
@@ -569,8 +616,11 @@ class _SchemaTool(Tool):
             tags=tags,
             terminal=terminal,
             timeout_seconds=timeout_seconds,
+            approval=approval,
+            effects=effects,
             _signature=_schema_signature(name, description, parameters),
         )
+        self._takes_info = _positional_count(call) >= 3
         self._schema = parameters
         self._validator = validator
         self._fast = flat_check(parameters)
@@ -600,9 +650,32 @@ class _SchemaTool(Tool):
         return dict(data)
 
     def _arguments(
-        self, values: dict[str, Any], ctx: ActionContext, agent: object, call_id: str
+        self, values: dict[str, Any], ctx: ActionContext, agent: object, info: CallInfo
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
-        return (values, ctx), {}
+        return ((values, ctx, _keyed(info)) if self._takes_info else (values, ctx)), {}
+
+
+def _positional_count(call: Callable[..., Any]) -> int:
+    """How many positional arguments ``call`` takes (any number: 3)."""
+    try:
+        params = inspect.signature(call).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    count = 0
+    for param in params:
+        if param.kind is param.VAR_POSITIONAL:
+            return 3
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def _keyed(info: CallInfo) -> CallInfo:
+    """``info`` with an idempotency key: a call made outside a journaled run
+    gets a fresh one, made only when a tool asks for it."""
+    if info.idempotency_key:
+        return info
+    return CallInfo(info.call_id, uuid.uuid4().hex, info.attempt, info.tool)
 
 
 def _schema_signature(name: str, description: str, parameters: dict[str, Any]) -> ToolSignature:

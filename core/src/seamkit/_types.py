@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ._approval import PendingCall
+
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
     "Cancelled",
@@ -28,6 +30,7 @@ __all__ = [
     "Outcome",
     "Role",
     "RunResult",
+    "Suspended",
     "Terminated",
     "ToolCall",
     "ToolResult",
@@ -346,10 +349,22 @@ class Cancelled(BaseModel):
     kind: Literal["cancelled"] = "cancelled"
 
 
+class Suspended(BaseModel):
+    """The run waits for a person: each of ``pending`` needs a decision
+    (`seamkit.Decisions`) before the run goes on. The batch's other calls
+    ran; the pending ones did not."""
+
+    model_config = _FROZEN
+    kind: Literal["suspended"] = "suspended"
+    pending: tuple[PendingCall, ...]
+
+
 Outcome = Annotated[
-    Completed | Terminated | Failed | MaxTurns | Cancelled, Field(discriminator="kind")
+    Completed | Terminated | Failed | MaxTurns | Cancelled | Suspended,
+    Field(discriminator="kind"),
 ]
-"""How a run ended, told apart by ``kind``: completed, terminated, failed, max_turns, cancelled."""
+"""How a run ended, told apart by ``kind``: completed, terminated, failed,
+max_turns, cancelled, suspended."""
 
 
 class Diagnostic(BaseModel):
@@ -378,6 +393,10 @@ class RunResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     diagnostics: tuple[Diagnostic, ...] = ()
     outcome: Outcome = Field(default_factory=Completed)
+    suspended: str | None = None
+    """A run without a session that ended ``suspended``: the signed state
+    that ``Agent.run(Decisions(...), suspended=...)`` continues (a string,
+    JSON-safe; ``None`` otherwise, or when no ``settings.state_key`` is set)."""
 
 
 @runtime_checkable

@@ -34,6 +34,7 @@ __all__ = [
     "PreToolUseFlow",
     "Repair",
     "RequestStartFlow",
+    "RequireApproval",
     "Retry",
     "RewriteArgs",
     "RewriteMessages",
@@ -110,6 +111,29 @@ class Terminate:
 
 
 @dataclass(frozen=True, slots=True)
+class RequireApproval:
+    """Do not run the tool until a person approves this call (``on_pre_tool_use``).
+
+    The run ends ``suspended`` once the batch's other calls ran; the call is
+    pending with ``reason`` and a digest of its arguments, and runs only when
+    a `seamkit.Decisions` approves that digest. Later hooks of the chain still
+    run: a ``Skip`` or ``Terminate`` after it wins, a ``RewriteArgs`` changes
+    the arguments shown for approval. ``arguments``, when given, replace the
+    call's (as ``RewriteArgs`` would) before they are shown; the net flow of a
+    chain that asked carries the arguments its hooks left, when they changed.
+    """
+
+    reason: str
+    arguments: dict[str, Any] | None = None
+
+    def applied_to(self, call: ToolCall) -> ToolCall:
+        """What the next hook of the chain sees instead of ``call``."""
+        if self.arguments is None:
+            return call
+        return call.model_copy(update={"arguments": dict(self.arguments)})
+
+
+@dataclass(frozen=True, slots=True)
 class Retry:
     """Tell the model what was wrong with its call and let it try again."""
 
@@ -142,6 +166,7 @@ Flow: TypeAlias = (
     | Retry
     | Repair
     | Fail
+    | RequireApproval
 )
 """Any value a hook may return (``None`` means `Continue`); each event accepts some of them."""
 
@@ -159,7 +184,7 @@ PreLlmFlow: TypeAlias = Continue | PatchRequest | Terminate | None
 """What an ``on_pre_llm`` hookimpl returns."""
 ModelTurnFinishedFlow: TypeAlias = Continue | Terminate | None
 """What an ``on_model_turn_finished`` hookimpl returns."""
-PreToolUseFlow: TypeAlias = Continue | RewriteArgs | Skip | Terminate | None
+PreToolUseFlow: TypeAlias = Continue | RewriteArgs | Skip | Terminate | RequireApproval | None
 """What an ``on_pre_tool_use`` hookimpl returns."""
 PostToolUseFlow: TypeAlias = Continue | RewriteResult | Terminate | None
 """What an ``on_post_tool_use`` hookimpl returns."""

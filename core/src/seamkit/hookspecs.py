@@ -78,7 +78,8 @@ def on_model_turn_finished(
 def on_pre_tool_use(
     ctx: HookContext, call: ToolCall
 ) -> F.PreToolUseFlow | Awaitable[F.PreToolUseFlow]:
-    """Before a tool body runs. Chain: Continue, RewriteArgs, Skip, Terminate."""
+    """Before a tool body runs (RequireApproval: it waits for a person's
+    decision). Chain: Continue, RewriteArgs, Skip, Terminate, RequireApproval."""
 
 
 @hookspec

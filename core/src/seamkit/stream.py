@@ -18,19 +18,28 @@ batch has settled (a batch that ends the run commits none of them), so
 A run observer (the ``on_run_event`` hookspec) receives these and the
 `ObservedEvent` kinds too: `RunStarted`, `ModelCallStarted` (the patched
 request) and `ModelCallEnded`, and `ToolExecutionEnd`; every start has its
-end, on an error or a cancellation too.
+end, on an error or a cancellation too. Runs that wait for a person or
+continue after a crash add `CallSuspended` (a call now waits for approval),
+`CallDecided` (a decision was applied, and by whom), `CallInDoubt` (a crash
+cut a ``once`` call short: it is not run again) and `JournalReplayed` (the
+run continued from its journal).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ._approval import PendingCall
 from ._types import ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
 
 __all__ = [
     "STREAMED",
+    "CallDecided",
+    "CallInDoubt",
+    "CallSuspended",
     "Event",
     "HookFired",
+    "JournalReplayed",
     "ModelCallEnded",
     "ModelCallStarted",
     "ObservedEvent",
@@ -161,6 +170,41 @@ class ToolExecutionEnd:
     duration: float
 
 
+@dataclass(frozen=True, slots=True)
+class CallSuspended:
+    """A call waits for a person's decision (the run will end ``suspended``)."""
+
+    pending: PendingCall
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallDecided:
+    """A decision about a pending call was applied as the run continued;
+    ``pending.decision`` says what and ``by`` whom."""
+
+    pending: PendingCall
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallInDoubt:
+    """A crash stopped the run while this ``once`` call was running: it is
+    not run again, and the model is told it may or may not have acted."""
+
+    call: ToolCall
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class JournalReplayed:
+    """The run continued from its session's journal: ``turns`` model turns
+    were reused (not asked again) and ``results`` tool results recovered."""
+
+    turns: int
+    results: int
+
+
 Event = (
     TextDelta
     | ToolCallEmitted
@@ -173,7 +217,17 @@ Event = (
 )
 """Any event of `Agent.stream`."""
 
-ObservedEvent = Event | RunStarted | ModelCallStarted | ModelCallEnded | ToolExecutionEnd
+ObservedEvent = (
+    Event
+    | RunStarted
+    | ModelCallStarted
+    | ModelCallEnded
+    | ToolExecutionEnd
+    | CallSuspended
+    | CallDecided
+    | CallInDoubt
+    | JournalReplayed
+)
 """Any event a run observer (``on_run_event``) receives."""
 
 STREAMED: frozenset[type] = frozenset(

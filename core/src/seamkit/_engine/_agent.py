@@ -6,34 +6,54 @@ import asyncio
 import copy
 import json
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from .._approval import Decisions, PendingCall
 from .._config import ModelConfig, Settings
 from .._context import ActionContext, HookContext, system_clock
-from .._errors import SessionNotSaved
+from .._errors import ResumeError, SessionNotSaved
 from .._events import HookEvent
 from .._loader import get_registry
 from .._patch import RequestPatch
+from .._persistence._journal import JournalEntry, JournalStore
 from .._persistence._recovery import save_or_recover
 from .._persistence._sessions import SessionStore, StoredSession
 from .._registry import BuildContext, Registry
 from .._secret import Redactor, secret_texts
 from .._tool import Tool
 from .._toolmap import ToolMap
-from .._types import Diagnostic, Message, Model, RunResult
+from .._types import Cancelled, Diagnostic, Message, Model, RunResult, Suspended
 from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive
+from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
+from ._resume import (
+    SEALED_DAYS,
+    Resume,
+    Sealed,
+    decide,
+    decided_entry,
+    expire,
+    open_calls,
+    pending_of,
+    rebuild,
+    seal,
+    state_key,
+    unseal,
+    with_decided,
+    with_pending,
+)
 
 if TYPE_CHECKING:
     from .._manifest import AppConfig
@@ -63,6 +83,7 @@ class _RunOptions:
     store: SessionStore | str | None
     defaults: RequestPatch | None
     state: dict[str, Any] | None
+    suspended: str | None = None
 
 
 class Agent:
@@ -142,6 +163,7 @@ class Agent:
             clock=self.clock,
             agent=self,
             model_spec=self.model_spec,
+            effectful=any(t.effects != "none" for t in tools.values()),
         )
 
     # --- building -------------------------------------------------------------
@@ -263,13 +285,13 @@ class Agent:
         session: str | None,
         state: dict[str, Any],
         defaults: RequestPatch | None,
+        *,
+        resume: Resume | None = None,
+        journal: RunJournal | None = None,
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
-        if context is None or isinstance(context, ActionContext):
-            action_context = context if context is not None else ActionContext()
-        else:
-            action_context = ActionContext(context)
+        action_context = _action_context(context)
         ctx = HookContext(
             agent_name=self.name,
             is_streaming=streaming,
@@ -281,47 +303,99 @@ class Agent:
             sections=self._sections,
         )
         ctx.diagnostics.extend(notes)
-        messages = [*_answer_dangling(history), *_messages(input)]
-        return RunState(
-            plan, ctx, messages, _emitter(ctx, stream, plan.dispatcher.observers), session, defaults
-        )
+        if resume is not None:  # its open calls are answered by the run, not here
+            messages = list(history)
+        else:
+            messages = [*_answer_dangling(history), *_messages(input)]
+        if journal is not None and not plan.effectful and resume is None:
+            journal = None  # nothing it could run twice: nothing to journal
+        emit = _emitter(ctx, stream, plan.dispatcher.observers)
+        return RunState(plan, ctx, messages, emit, session, defaults, journal, resume)
 
     async def _execute(
         self,
-        input: Input | Continuation,
+        input: Input | Continuation | Decisions | None,
         options: _RunOptions,
         streaming: bool,
         stream: Callable[[Event], None] | None,
     ) -> RunResult:
         session, context, history = options.session, options.context, options.history
         if session is None:
-            state = self._state if options.state is None else options.state
-            messages = input(()) if callable(input) else input
-            run = await self._start(
-                messages, context, history, streaming, stream, None, state, options.defaults
-            )
-            result = await drive(run)
-            run.life.end()  # raises the cancellation or interrupt the run kept
-            return result
+            return await self._execute_alone(input, options, streaming, stream)
         store = options.store
         held = (
             self.session_store()
             if store is None
             else open_store(store, registry=self.registry, base_dir=self.base_dir)
         )
+        journaled = held if isinstance(held, JournalStore) else None
+        if journaled is None:
+            _warn_unjournaled(held)
         async with held.lock(session, self.settings.session_wait_seconds):
             stored = await held.load(session) or StoredSession()
-            state = copy.deepcopy(dict(stored.state))
-            messages = input(stored.transcript) if callable(input) else input
+            kept = copy.deepcopy(dict(stored.state))
+            pending = pending_of(kept)
+            state = with_pending(kept, ())
+            entries = await journaled.journal_read(session) if journaled is not None else []
+            resume: Resume | None = None
+            if input is None or isinstance(input, Decisions) or _nothing(input):
+                pending = expire(pending, self.clock(), self.settings.approval_expires_seconds)
+                if isinstance(input, Decisions):
+                    if not pending:
+                        raise ResumeError(
+                            f"session {session!r} has no call waiting for a decision",
+                            session=session,
+                        )
+                    pending = with_decided(pending, rebuild((), entries).decided)
+                    before = {p.call_id for p in pending if p.decision is not None}
+                    pending = decide(pending, input, self.tools, session=session)
+                    # The decisions are stored before anything runs: a crash
+                    # from here on loses none of them.
+                    fresh = [p for p in pending if p.decision and p.call_id not in before]
+                    if journaled is not None:
+                        run_id = uuid.uuid4().hex
+                        await journaled.journal_append(
+                            session, [decided_entry(run_id, p) for p in fresh]
+                        )
+                    else:
+                        await held.save(session, stored.transcript, with_pending(kept, pending))
+                elif not pending and not entries:
+                    raise ResumeError(
+                        f"session {session!r} has nothing to continue: no call waits for a "
+                        "decision and no run was cut short",
+                        session=session,
+                        hint="send a message to start a new run",
+                    )
+                resume = self._resume(stored.transcript, entries, pending)
+                transcript: Sequence[Message] = resume.transcript
+                messages: Input = ()
+            else:
+                if pending or entries:
+                    raise ResumeError(
+                        _undecided(session, pending),
+                        session=session,
+                        hint=f"decide them first: `seamkit resume APP --session {session}` "
+                        "(or Agent.run(Decisions({...}), session=...)); a run a crash cut "
+                        "short continues with no new input",
+                    )
+                transcript = stored.transcript
+                messages = input(stored.transcript) if callable(input) else input
+            journal = (
+                RunJournal(journaled, session, uuid.uuid4().hex, transcript)
+                if journaled is not None
+                else None
+            )
             run = await self._start(
                 messages,
                 context,
-                [*stored.transcript, *history],
+                [*transcript, *history],
                 streaming,
                 stream,
                 session,
                 state,
                 options.defaults,
+                resume=resume,
+                journal=journal,
             )
             try:
                 result = await drive(run)
@@ -334,15 +408,111 @@ class Agent:
                 # and that failure is the news the caller gets (even over a
                 # cancellation: it must learn where its transcript went).
                 run.life.save()
+                saved = with_pending(
+                    _storable(state, with_pending(stored.state, ())), _still_pending(run)
+                )
                 not_saved = await run.life.shielded(
-                    save_or_recover(held, session, run.transcript, _storable(state, stored.state))
+                    save_or_recover(held, session, run.transcript, saved)
                 )
                 run.life.saved(not_saved)  # raises what the run kept, if anything
             return result
 
+    def _resume(
+        self,
+        saved: Sequence[Message],
+        entries: Sequence[JournalEntry],
+        pending: Sequence[PendingCall],
+    ) -> Resume:
+        """How a run continues from ``saved``, its journal and its pending calls."""
+        rebuilt = rebuild(saved, entries)
+        pending = with_decided(pending, rebuilt.decided)
+        return Resume(
+            transcript=rebuilt.transcript,
+            calls=open_calls(rebuilt.transcript, self.settings.max_argument_depth),
+            pending={p.call_id: p for p in pending},
+            records=rebuilt.records,
+            turns=rebuilt.turns,
+            usage=rebuilt.usage,
+            replayed=bool(entries),
+            waiting=any(p.decision is None for p in pending),
+        )
+
+    async def _execute_alone(
+        self,
+        input: Input | Continuation | Decisions | None,
+        options: _RunOptions,
+        streaming: bool,
+        stream: Callable[[Event], None] | None,
+    ) -> RunResult:
+        """A run without a session; one that continues a suspended state."""
+        context, history = options.context, options.history
+        state = self._state if options.state is None else options.state
+        key = state_key(self.settings.state_key)
+        resume: Resume | None = None
+        if isinstance(input, Decisions) or options.suspended is not None:
+            if options.suspended is None or not isinstance(input, Decisions | None):
+                raise ResumeError(
+                    "continue a suspended run with Decisions and the suspended state it "
+                    "returned: run(Decisions({...}), suspended=result.suspended)",
+                )
+            action_context = _action_context(context)
+            sealed = unseal(options.suspended, key, action_context, self.clock())
+            pending = expire(
+                list(sealed.pending), self.clock(), self.settings.approval_expires_seconds
+            )
+            if input is not None:
+                pending = decide(pending, input, self.tools, session=None)
+            state = dict(sealed.state)
+            resume = self._resume(sealed.transcript, (), pending)
+            context = action_context
+            run = await self._start(
+                (),
+                context,
+                [*resume.transcript, *history],
+                streaming,
+                stream,
+                None,
+                state,
+                options.defaults,
+                resume=resume,
+            )
+        else:
+            messages = input(()) if callable(input) else input
+            run = await self._start(
+                messages or (), context, history, streaming, stream, None, state, options.defaults
+            )
+        result = await drive(run)
+        if isinstance(result.outcome, Suspended):
+            result = self._sealed(run, result, key)
+        run.life.end()  # raises the cancellation or interrupt the run kept
+        return result
+
+    def _sealed(self, run: RunState, result: RunResult, key: bytes | None) -> RunResult:
+        """``result`` with the signed state that continues it (none without
+        ``settings.state_key``: a diagnostic says so)."""
+        assert isinstance(result.outcome, Suspended)
+        if key is None:
+            note = Diagnostic(
+                code="suspended_without_state_key",
+                message="the run is suspended but cannot be resumed: it has no session and "
+                "settings.state_key is not set",
+            )
+            return result.model_copy(update={"diagnostics": (*result.diagnostics, note)})
+        limit = self.settings.approval_expires_seconds
+        expires = self.clock() + (
+            timedelta(seconds=limit) if limit is not None else timedelta(days=SEALED_DAYS)
+        )
+        token = seal(
+            Sealed(tuple(run.transcript), dict(run.ctx.session_state), result.outcome.pending),
+            key,
+            run.ctx.action_context,
+            expires,
+        )
+        return result.model_copy(update={"suspended": token})
+
     async def run(
         self,
-        input: Input | Continuation,
+        input: Input | Continuation | Decisions | None,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
@@ -350,6 +520,7 @@ class Agent:
         store: SessionStore | str | None = None,
         defaults: RequestPatch | None = None,
         state: dict[str, Any] | None = None,
+        suspended: str | None = None,
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -376,12 +547,12 @@ class Agent:
         run without a session; by default the agent keeps one that all its
         session-less runs share (pass ``{}`` to give a run its own).
         """
-        options = _RunOptions(context, history, session, store, defaults, state)
+        options = _RunOptions(context, history, session, store, defaults, state, suspended)
         return await self._execute(input, options, False, None)
 
     async def stream(
         self,
-        input: Input | Continuation,
+        input: Input | Continuation | Decisions | None,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
@@ -389,13 +560,14 @@ class Agent:
         store: SessionStore | str | None = None,
         defaults: RequestPatch | None = None,
         state: dict[str, Any] | None = None,
+        suspended: str | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
         Closing the iterator early cancels the run cleanly."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        options = _RunOptions(context, history, session, store, defaults, state)
+        options = _RunOptions(context, history, session, store, defaults, state, suspended)
         interrupted: list[Interrupt] = []
 
         async def execute() -> None:
@@ -432,9 +604,61 @@ class Agent:
             if interrupted:
                 raise interrupted[0]
 
-    def run_sync(self, input: Input, **options: Any) -> RunResult:
+    def run_sync(self, input: Input | Decisions | None, **options: Any) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
+
+
+def _action_context(context: ActionContext | Mapping[str, Any] | None) -> ActionContext:
+    if context is None:
+        return ActionContext()
+    return context if isinstance(context, ActionContext) else ActionContext(context)
+
+
+def _nothing(input: object) -> bool:
+    """Whether ``input`` is no new input at all (``()``, ``[]``)."""
+    return isinstance(input, list | tuple) and not input
+
+
+def _undecided(session: str, pending: Sequence[PendingCall]) -> str:
+    if not pending:
+        return (
+            f"session {session!r} has a run that a crash cut short; continue it before "
+            "sending a new message"
+        )
+    waiting = ", ".join(f"{p.call_id} ({p.tool})" for p in pending if p.decision is None)
+    return (
+        f"session {session!r} has calls waiting for a decision: {waiting or 'decided, not run'}; "
+        "decide them before sending a new message"
+    )
+
+
+def _still_pending(run: RunState) -> tuple[PendingCall, ...]:
+    """What the session keeps waiting after the run: a suspension's pending
+    calls; after a cancelled continuation, its decided calls still open."""
+    outcome = run.outcome
+    if isinstance(outcome, Suspended):
+        return outcome.pending
+    if isinstance(outcome, Cancelled) and run.resume is not None:
+        answered = {m.tool_call_id for m in run.transcript if m.role == "tool"}
+        return tuple(p for p in run.resume.pending.values() if p.call_id not in answered)
+    return ()
+
+
+_warned: set[type] = set()
+
+
+def _warn_unjournaled(store: SessionStore) -> None:
+    """Say once per store type that its runs are not journaled."""
+    kind = type(store)
+    if kind in _warned:
+        return
+    _warned.add(kind)
+    log.warning(
+        "session store %s keeps no journal: a run a crash cuts short may run a tool "
+        "call again (effects are at-least-once with it)",
+        kind.__name__,
+    )
 
 
 def _plugin_sections(app: AppConfig, registry: Registry) -> dict[str, BaseModel]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,18 +25,34 @@ from typing import Any
 from pydantic_core import to_json
 
 from .. import flow as F
-from .._context import HookContext
+from .._approval import Edit, PendingCall, Reject, arguments_digest
+from .._context import CallInfo, HookContext
 from .._errors import HookError, InvalidToolCall
 from .._events import HookEvent
 from .._secret import secret_json, secret_texts
 from .._tool import Tool
 from .._toolmap import ToolMap
-from .._types import Failed, Outcome, Terminated, ToolCall, ToolResult
-from ..stream import ObservedEvent, ToolExecutionEnd, ToolExecutionStart, ToolOutputDelta
+from .._types import Diagnostic, Failed, Outcome, Terminated, ToolCall, ToolResult
+from ..stream import (
+    CallDecided,
+    CallInDoubt,
+    CallSuspended,
+    ObservedEvent,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolOutputDelta,
+)
 from ._dispatch import Dispatched
+from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt
+from ._resume import Record, Resume
 
-__all__ = ["Dispatch", "Settled", "Stop", "run_batch"]
+__all__ = ["IN_DOUBT", "Dispatch", "Settled", "Stop", "run_batch"]
+
+IN_DOUBT = (
+    "Error: InDoubt: the process stopped while {tool} was running; it may or may not have acted"
+)
+"""What the model is told of a ``once`` call a crash cut short."""
 
 Dispatch = Callable[..., Awaitable[Dispatched]]
 """``await dispatch(event, *args)``: the run's hooks at one event."""
@@ -67,7 +84,8 @@ class Stop:
 
 
 class _Dropped:
-    """A call that never started because a sibling stopped the batch."""
+    """A call that never started because a sibling stopped the batch, or
+    one that waits for approval (it is in the batch's ``held``)."""
 
 
 _DROPPED = _Dropped()
@@ -76,7 +94,19 @@ _DROPPED = _Dropped()
 class Batch:
     """Runs one turn's calls; built per turn by the drive loop."""
 
-    __slots__ = ("agent", "ctx", "dispatch", "emit", "interrupt", "settled", "stopped", "tools")
+    __slots__ = (
+        "agent",
+        "ctx",
+        "dispatch",
+        "emit",
+        "held",
+        "interrupt",
+        "journal",
+        "resume",
+        "settled",
+        "stopped",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -86,6 +116,9 @@ class Batch:
         emit: Callable[[ObservedEvent], None] | None,
         agent: object,
         settled: list[Settled],
+        held: list[PendingCall],
+        journal: RunJournal | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.ctx = ctx
         self.tools = tools
@@ -93,6 +126,10 @@ class Batch:
         self.emit = emit
         self.agent = agent
         self.settled = settled
+        self.held = held
+        """The calls that wait for approval, as they are found."""
+        self.journal = journal
+        self.resume = resume
         self.stopped = False
         self.interrupt: Interrupt | None = None
 
@@ -113,6 +150,18 @@ class Batch:
         return self.ctx.redactor.extend(secrets)(text)
 
     async def _one(self, call: ToolCall) -> Settled | Stop | _Dropped:
+        record: Record | None = None
+        if self.resume is not None:
+            known = self._decided(call)
+            if isinstance(known, Settled):
+                return known
+            call, record = known
+            if record is not None and record.finished is not None:
+                return await self._replayed(call, record)
+            if record is not None and record.started:
+                tool = self.tools.get(call.name)
+                if tool is not None and tool.effects == "once":
+                    return await self._in_doubt(call)
         tool = self.tools.get(call.name)
         values: dict[str, Any] | None = None
         error: str | None = None
@@ -150,8 +199,10 @@ class Batch:
             return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
         if type(flow) is F.Terminate:
             return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
-        if type(flow) is F.RewriteArgs:
-            arguments = dict(flow.arguments)
+        asked = flow if type(flow) is F.RequireApproval else None
+        if type(flow) is F.RewriteArgs or (asked is not None and asked.arguments is not None):
+            assert type(flow) is F.RewriteArgs or type(flow) is F.RequireApproval
+            arguments = dict(flow.arguments or {})
             call = call.model_copy(
                 update={"arguments": arguments, "raw_arguments": _json(arguments)}
             )
@@ -161,8 +212,24 @@ class Batch:
             except InvalidToolCall as exc:
                 text = self._redact(exc.message, secrets)
                 return Settled(call, _error(call, f"{text} (after a hook rewrote them)"), None)
+        if asked is not None or tool.approval.needed(values):
+            digest = arguments_digest(call.name, call.arguments)
+            if self.resume is None or self.resume.approved(call.id) != digest:
+                self._hold(call, tool, asked, decided.hook, digest)
+                return _DROPPED
         if self.stopped:
             return _DROPPED
+        info: CallInfo | None = None
+        journal = self.journal
+        if journal is not None and tool.effects != "none":
+            # Journaled, durably, before the body runs: after a crash the
+            # call is known to have started, and re-run (idempotent) only
+            # with this key.
+            key = record.key if record is not None and record.started else uuid.uuid4().hex
+            attempt = len(record.started) + 1 if record is not None else 1
+            digest = arguments_digest(call.name, call.arguments)
+            await journal.started(call, digest, key, attempt)
+            info = CallInfo(call.id, key, attempt, tool.name)
         if self.emit is None:  # the hot path: nobody watches, no coroutine more
             result = await tool.invoke(
                 values,
@@ -171,13 +238,21 @@ class Batch:
                 secrets=secrets,
                 agent=self.agent,
                 redactor=self.ctx.redactor,
+                call_info=info,
             )
         else:
-            result = await self._observed(tool, values, call, secrets, self.emit)
+            result = await self._observed(tool, values, call, secrets, self.emit, info)
+        if info is not None and journal is not None:
+            await journal.finished(call.id, result)
+        return await self._ran(call, result, tool.terminal)
+
+    async def _ran(self, call: ToolCall, result: ToolResult, terminal: bool) -> Settled | Stop:
+        """A result exists for ``call`` (the tool ran, or the journal has
+        its result): kept, then through ``on_post_tool_use``."""
         # The tool ran: its result is kept from now on, whatever the hooks
         # after it decide (a Terminate or a failure stops the run, not the
         # result) and whether or not the run is cancelled meanwhile.
-        kept = Settled(call, result, call, tool.terminal and not result.is_error)
+        kept = Settled(call, result, call, terminal and not result.is_error)
         self.settled.append(kept)
         try:
             decided = await self.dispatch(_POST, call, result)
@@ -197,6 +272,7 @@ class Batch:
         call: ToolCall,
         secrets: list[str],
         emit: Callable[[ObservedEvent], None],
+        info: CallInfo | None,
     ) -> ToolResult:
         """Invoke the tool between its live start and end events, its chunks
         surfacing as they come."""
@@ -213,10 +289,94 @@ class Batch:
                 agent=self.agent,
                 redactor=self.ctx.redactor,
                 on_chunk=lambda text: emit(ToolOutputDelta(call.id, text, turn)),
+                call_info=info,
             )
             return ended
         finally:
             emit(ToolExecutionEnd(call, ended, turn, time.perf_counter() - started))
+
+    def _decided(self, call: ToolCall) -> Settled | tuple[ToolCall, Record | None]:
+        """A call of a continued run, as its decision and the journal have
+        it: a rejected call's result, or the call to run (an edited one with
+        its new arguments) and what the journal knows of it."""
+        assert self.resume is not None
+        pending = self.resume.pending.get(call.id)
+        if pending is not None and pending.decision is not None:
+            decision = pending.decision
+            if self.emit is not None:
+                self.emit(CallDecided(pending, self.ctx.turn))
+            if isinstance(decision, Reject):
+                return Settled(call, ToolResult(call_id=call.id, content=decision.reason), None)
+            if isinstance(decision, Edit):
+                arguments = dict(decision.arguments)
+                call = call.model_copy(
+                    update={
+                        "arguments": arguments,
+                        "raw_arguments": _json(arguments),
+                        "arguments_error": None,
+                    }
+                )
+        return call, self.resume.records.get(call.id)
+
+    async def _replayed(self, call: ToolCall, record: Record) -> Settled | Stop:
+        """A call whose result the journal holds: not run again; the
+        recorded result goes through ``on_post_tool_use``."""
+        assert record.finished is not None
+        data = record.finished.data
+        result = ToolResult(
+            call_id=call.id,
+            content=str(data.get("content", "")),
+            is_error=bool(data.get("is_error", False)),
+            raised=bool(data.get("raised", False)),
+        )
+        tool = self.tools.get(call.name)
+        return await self._ran(call, result, tool is not None and tool.terminal)
+
+    async def _in_doubt(self, call: ToolCall) -> Settled | Stop:
+        """A ``once`` call a crash cut short: never run again; the model,
+        the diagnostics and ``on_post_tool_use`` learn it may have acted."""
+        result = ToolResult(
+            call_id=call.id, content=IN_DOUBT.format(tool=call.name), is_error=True, raised=True
+        )
+        self.ctx.diagnostics.append(
+            Diagnostic(
+                code="in_doubt",
+                message=f"call {call.id!r} of {call.name!r} was running when the process "
+                "stopped; it was not run again, and it may or may not have acted",
+                turn=self.ctx.turn,
+            )
+        )
+        if self.emit is not None:
+            self.emit(CallInDoubt(call, self.ctx.turn))
+        if self.journal is not None:
+            await self.journal.finished(call.id, result)  # reported once, not at each resume
+        return await self._ran(call, result, False)
+
+    def _hold(
+        self,
+        call: ToolCall,
+        tool: Tool,
+        asked: F.RequireApproval | None,
+        hook: str | None,
+        digest: str,
+    ) -> None:
+        """Keep ``call`` (as the hooks left it) to wait for a decision."""
+        if asked is not None:
+            reason = asked.reason
+        else:
+            reason, hook = f"{tool.name} needs approval", None
+        pending = PendingCall(
+            call_id=call.id,
+            tool=call.name,
+            arguments=_plain(call.arguments),
+            reason=self.ctx.redactor(reason),
+            hook=hook,
+            digest=digest,
+            requested_at=self.ctx.now(),
+        )
+        self.held.append(pending)
+        if self.emit is not None:
+            self.emit(CallSuspended(pending, self.ctx.turn))
 
     async def _invalid(self, call: ToolCall, error: str) -> Settled | Stop | ToolCall:
         available = tuple(self.tools)
@@ -272,6 +432,15 @@ def _error(call: ToolCall, text: str) -> ToolResult:
     return ToolResult.error(text, call_id=call.id)
 
 
+def _plain(arguments: Any) -> dict[str, Any]:
+    """Arguments as the JSON they would be sent as (a `Secret` a hook wrote
+    as ``***``): what a pending call shows."""
+    import json  # lazy: only calls that wait for approval need it
+
+    value = json.loads(_json(arguments))
+    return value if isinstance(value, dict) else {}
+
+
 def _json(arguments: Any) -> str:
     """The wire text of arguments a hook wrote (secrets as ``***``); ``{}``
     when they are not JSON (validation then says why)."""
@@ -289,14 +458,20 @@ async def run_batch(
     tools: ToolMap,
     dispatch: Dispatch,
     settled: list[Settled],
+    held: list[PendingCall],
     emit: Callable[[ObservedEvent], None] | None = None,
     agent: object = None,
+    journal: RunJournal | None = None,
+    resume: Resume | None = None,
 ) -> Stop | None:
     """Settle the calls of a turn into ``settled`` (in the order they settle:
-    sort by ``call.index`` to commit); the stop that ends the run (the lowest
-    call index when several stopped), or ``None``. ``emit`` receives the live
-    tool events; ``agent`` is what an ``action_agent`` parameter receives."""
-    batch = Batch(ctx, tools, dispatch, emit, agent, settled)
+    sort by ``call.index`` to commit) and those that wait for approval into
+    ``held``; the stop that ends the run (the lowest call index when several
+    stopped), or ``None``. ``emit`` receives the live tool events; ``agent``
+    is what an ``action_agent`` parameter receives; ``journal`` records the
+    calls with effects; ``resume`` holds the decisions and journal records
+    of a continued run's calls."""
+    batch = Batch(ctx, tools, dispatch, emit, agent, settled, held, journal, resume)
     if concurrency <= 1 or len(calls) <= 1:
         for call in calls:
             outcome = await batch.one(call)

@@ -384,6 +384,7 @@ class Dispatcher:
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
         rewritten: Any = None
+        asked: Dispatched | None = None
         current = list(args)
         for impl in impls:
             if self._unmatched(impl, args):
@@ -401,8 +402,19 @@ class Dispatcher:
                 continue
             if kind is F.Skip or kind is F.Terminate:
                 return Dispatched(result, impl.ref.name)
+            if kind is F.RequireApproval:
+                # The first asker is remembered and the chain goes on: a
+                # later Skip or Terminate still wins, a RewriteArgs applies.
+                if asked is None:
+                    asked = Dispatched(result, impl.ref.name)
+                if result.arguments is None:
+                    continue
             rewritten = result
             _thread(event, current, result)
+        if asked is not None:
+            assert type(asked.flow) is F.RequireApproval
+            arguments = None if rewritten is None else dict(current[1].arguments)
+            return Dispatched(F.RequireApproval(asked.flow.reason, arguments), asked.hook)
         return Dispatched(rewritten) if rewritten is not None else NOTHING
 
     async def _accumulate(

@@ -36,6 +36,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import flow as F
+from .._approval import PendingCall
 from .._config import Settings
 from .._context import HookContext
 from .._errors import HookError, ModelError, SeamkitError
@@ -56,6 +57,7 @@ from .._types import (
     ModelTurn,
     Outcome,
     RunResult,
+    Suspended,
     Terminated,
     ToolCall,
     ToolSpec,
@@ -63,6 +65,7 @@ from .._types import (
 )
 from ..stream import (
     HookFired,
+    JournalReplayed,
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
@@ -73,9 +76,11 @@ from ..stream import (
     ToolCompleted,
     TurnFinished,
 )
-from ._batch import Settled, run_batch
+from ._batch import Settled, Stop, run_batch
 from ._dispatch import NOTHING, Dispatched, Dispatcher
+from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
+from ._resume import Resume
 
 __all__ = ["Emit", "RunPlan", "RunState", "drive"]
 
@@ -103,6 +108,8 @@ class RunPlan:
     """What a tool's ``action_agent`` parameter receives."""
     model_spec: str = ""
     """The model as ``"<provider>:<name>"``, for observers."""
+    effectful: bool = False
+    """Whether some tool has effects (what a session's journal records)."""
 
 
 class RunState:
@@ -112,12 +119,15 @@ class RunState:
         "ctx",
         "defaults",
         "emit",
+        "held",
         "invalid",
+        "journal",
         "life",
         "outcome",
         "output",
         "pending",
         "plan",
+        "resume",
         "session",
         "transcript",
         "usage",
@@ -131,6 +141,8 @@ class RunState:
         emit: Emit | None,
         session: str | None = None,
         defaults: RequestPatch | None = None,
+        journal: RunJournal | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.plan = plan
         self.defaults = defaults
@@ -144,6 +156,13 @@ class RunState:
         self.output: str | None = None
         self.pending: list[Settled] = []
         """The current batch's settled calls, not yet in the transcript."""
+        self.held: list[PendingCall] = []
+        """The calls that wait for a decision (the run ends ``suspended``)."""
+        self.journal = journal
+        """Where the run records its turns and effects (a session whose store
+        keeps a journal, and tools with effects); ``None`` otherwise."""
+        self.resume = resume
+        """What a continued run (decisions, a journal) starts from."""
         self.life = Lifecycle(ctx.run_id)
         """Where the run is as far as stopping it goes (`seamkit._engine._lifecycle`)."""
 
@@ -365,12 +384,17 @@ async def _turns(run: RunState) -> None:
     plan = run.plan
     ctx = run.ctx
     settings = plan.settings
-    decided = await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
-    if type(decided.flow) is F.Terminate:
-        run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+    if run.resume is None:
+        decided = await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
+        if type(decided.flow) is F.Terminate:
+            run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+            return
+        if type(decided.flow) is F.RewriteMessages:
+            run.transcript = list(decided.flow.messages)
+        if run.journal is not None:
+            run.journal.begin(run.transcript)
+    elif await _resumed(run, run.resume):
         return
-    if type(decided.flow) is F.RewriteMessages:
-        run.transcript = list(decided.flow.messages)
     while True:
         if ctx.turn >= settings.max_turns:
             run.outcome = MaxTurns()
@@ -389,6 +413,8 @@ async def _turns(run: RunState) -> None:
         turn = _accept(run, await _ask(run, request))
         message = turn.message
         run.transcript.append(message)
+        if run.journal is not None:  # received: never asked again, whatever happens next
+            await run.journal.turn(run.transcript, turn.usage)
         depth = settings.max_argument_depth
         calls = [
             ToolCall.from_message(c, i, max_depth=depth)
@@ -405,30 +431,7 @@ async def _turns(run: RunState) -> None:
             return
         if not calls:
             return
-        stop = await run_batch(
-            calls,
-            settings.tool_concurrency,
-            ctx=ctx,
-            tools=plan.tools,
-            dispatch=run.dispatch,
-            settled=run.pending,
-            emit=run.emit,
-            agent=plan.agent,
-        )
-        settled = _commit(run)  # first: however the run goes on, no result is lost
-        if stop is not None:
-            run.outcome = stop.outcome
-            return
-        run.invalid += sum(1 for s in settled if s.invalid)
-        if run.invalid > settings.max_invalid_tool_calls:
-            run.outcome = Failed(
-                error=f"the model made {run.invalid} invalid tool calls; "
-                f"max_invalid_tool_calls is {settings.max_invalid_tool_calls}"
-            )
-            return
-        finals = [s for s in settled if s.terminal]
-        if finals:
-            run.output = finals[0].result.content
+        if await _batch(run, calls):
             return
         if HookEvent.ON_ITERATION_END not in plan.hooked:
             continue
@@ -436,6 +439,84 @@ async def _turns(run: RunState) -> None:
         if type(decided.flow) is F.Terminate:
             run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
             return
+
+
+async def _batch(run: RunState, calls: list[ToolCall], resume: Resume | None = None) -> bool:
+    """Run one turn's calls and commit their results; whether that ends the
+    run (a stop, calls that wait for approval, too many invalid calls, a
+    terminal tool's result)."""
+    settings = run.plan.settings
+    stop = await run_batch(
+        calls,
+        settings.tool_concurrency,
+        ctx=run.ctx,
+        tools=run.plan.tools,
+        dispatch=run.dispatch,
+        settled=run.pending,
+        held=run.held,
+        emit=run.emit,
+        agent=run.plan.agent,
+        journal=run.journal,
+        resume=resume,
+    )
+    return _settle(run, stop)
+
+
+def _settle(run: RunState, stop: Stop | None) -> bool:
+    """Commit a batch's results and say whether the run ends here."""
+    settings = run.plan.settings
+    settled = _commit(run)  # first: however the run goes on, no result is lost
+    if stop is not None:
+        run.held.clear()  # a stop ends the run: nothing waits for a decision
+        run.outcome = stop.outcome
+        return True
+    run.invalid += sum(1 for s in settled if s.invalid)
+    if run.held:
+        run.outcome = Suspended(pending=tuple(sorted(run.held, key=_order(run))))
+        run.output = None
+        return True
+    if run.invalid > settings.max_invalid_tool_calls:
+        run.outcome = Failed(
+            error=f"the model made {run.invalid} invalid tool calls; "
+            f"max_invalid_tool_calls is {settings.max_invalid_tool_calls}"
+        )
+        return True
+    finals = [s for s in settled if s.terminal]
+    if finals:
+        run.output = finals[0].result.content
+        return True
+    return False
+
+
+def _order(run: RunState) -> Callable[[PendingCall], int]:
+    """Pending calls in the order the model made them."""
+    calls = next(
+        (m.tool_calls or () for m in reversed(run.transcript) if m.role == "assistant"), ()
+    )
+    index = {call.id: i for i, call in enumerate(calls)}
+    return lambda pending: index.get(pending.call_id, len(index))
+
+
+async def _resumed(run: RunState, resume: Resume) -> bool:
+    """Continue a run: first the calls its last turn left open (with their
+    decisions and what the journal knows of them); whether that ends it."""
+    ctx = run.ctx
+    ctx.turn = resume.turns
+    run.usage = run.usage + resume.usage
+    if resume.replayed and run.emit is not None:
+        recovered = sum(1 for r in resume.records.values() if r.finished is not None)
+        run.emit(JournalReplayed(resume.turns, recovered))
+    if resume.waiting:
+        run.outcome = Suspended(pending=tuple(resume.pending.values()))
+        return True
+    last = run.transcript[-1] if run.transcript else None
+    if not resume.calls:
+        if last is not None and last.role == "assistant" and resume.replayed:
+            run.output = last.text  # the answer was recorded; the run only missed its save
+            return True
+        return False
+    run.output = None
+    return await _batch(run, resume.calls, resume)
 
 
 def _commit(run: RunState) -> list[Settled]:

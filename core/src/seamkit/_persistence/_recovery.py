@@ -163,9 +163,11 @@ def store_location(store: SessionStore) -> str:
 async def save_or_recover(
     store: SessionStore, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
 ) -> SessionNotSaved | None:
-    """Save the session; when the store fails, write a recovery file and
-    return the `SessionNotSaved` to raise (returned, not raised, so that the
-    caller decides after finishing what must not be cut short)."""
+    """Save the session (a store that keeps a journal drops it in the same
+    transaction: the transcript now holds what it recorded); when the store
+    fails, write a recovery file and return the `SessionNotSaved` to raise
+    (returned, not raised, so that the caller decides after finishing what
+    must not be cut short)."""
     try:
         await store.save(name, transcript, state)
         return None

@@ -24,6 +24,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing, contextmanager
@@ -35,6 +36,7 @@ import filelock
 
 from .._errors import SessionBusy, SessionError
 from .._types import Message
+from ._journal import JournalEntry
 
 __all__ = [
     "RawSession",
@@ -58,6 +60,23 @@ CREATE TABLE IF NOT EXISTS sessions (
     state TEXT NOT NULL DEFAULT '{}'
 )
 """
+
+_JOURNAL_SCHEMA = """
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    call_id TEXT,
+    data TEXT NOT NULL
+)
+"""
+
+_UPSERT = (
+    "INSERT INTO sessions (name, transcript, updated_at, state) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT(name) DO UPDATE SET transcript = excluded.transcript, "
+    "updated_at = excluded.updated_at, state = excluded.state"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +185,8 @@ class SQLiteSessionStore:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_store_path()
         self._read_only: str | None = None  # why it cannot be written, when found on opening
+        self._durable: sqlite3.Connection | None = None  # the journal's, synchronous=FULL
+        self._durable_lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _while_locked(self._create)
@@ -220,6 +241,8 @@ class SQLiteSessionStore:
         """The table, in WAL mode (the columns of an older store added)."""
         with closing(self._connect()) as db, db:
             db.execute(_SCHEMA)
+            db.execute(_JOURNAL_SCHEMA)
+            db.execute("CREATE INDEX IF NOT EXISTS journal_session ON journal (session, seq)")
             columns = {row[1] for row in db.execute("PRAGMA table_info(sessions)")}
             if "state" not in columns:  # a store written before sessions had state
                 db.execute("ALTER TABLE sessions ADD COLUMN state TEXT NOT NULL DEFAULT '{}'")
@@ -279,12 +302,49 @@ class SQLiteSessionStore:
         text = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in transcript])
         self._check_writable()
         with self._failing(f"save session {name!r} in"), closing(self._connect()) as db, db:
-            db.execute(
-                "INSERT INTO sessions (name, transcript, updated_at, state) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(name) DO UPDATE SET transcript = excluded.transcript, "
-                "updated_at = excluded.updated_at, state = excluded.state",
-                (name, text, time.time(), json.dumps(dict(state))),
+            db.execute(_UPSERT, (name, text, time.time(), json.dumps(dict(state))))
+            db.execute("DELETE FROM journal WHERE session = ?", (name,))  # what it covered
+
+    # --- the journal (seamkit._persistence._journal) -----------------------
+
+    @contextmanager
+    def _durably(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """The journal's connection (one per store, ``synchronous=FULL``:
+        each commit is on disk before it returns), in a transaction."""
+        with self._durable_lock, self._failing(doing):
+            db = self._durable
+            if db is None:
+                self._check_writable()
+                db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+                self._durable = db
+            with db:
+                yield db
+
+    def _journal_append(self, name: str, entries: Sequence[JournalEntry]) -> None:
+        rows = [(name, e.run_id, e.kind, e.call_id, json.dumps(e.data)) for e in entries]
+        with self._durably(f"journal session {name!r} in") as db:
+            db.executemany(
+                "INSERT INTO journal (session, run_id, kind, call_id, data) VALUES (?, ?, ?, ?, ?)",
+                rows,
             )
+
+    def _journal_read(self, name: str) -> list[JournalEntry]:
+        with self._failing(f"read the journal of {name!r} in"), closing(self._connect()) as db:
+            rows = db.execute(
+                "SELECT run_id, kind, call_id, data FROM journal WHERE session = ? ORDER BY seq",
+                (name,),
+            ).fetchall()
+        return [JournalEntry.model_validate(_journal_row(*row)) for row in rows]
+
+    async def journal_append(self, name: str, entries: Sequence[JournalEntry]) -> None:
+        """Append ``entries`` to the journal of ``name``, on disk before it returns."""
+        await asyncio.to_thread(self._journal_append, name, entries)
+
+    async def journal_read(self, name: str) -> list[JournalEntry]:
+        """The journal of ``name``, oldest first."""
+        return await asyncio.to_thread(self._journal_read, name)
 
     def _list(self) -> list[str]:
         with self._failing("list the sessions of"), closing(self._connect()) as db:
@@ -294,6 +354,7 @@ class SQLiteSessionStore:
         self._check_writable()
         with self._failing(f"delete session {name!r} from"), closing(self._connect()) as db, db:
             db.execute("DELETE FROM sessions WHERE name = ?", (name,))
+            db.execute("DELETE FROM journal WHERE session = ?", (name,))
 
     async def load(self, name: str) -> StoredSession | None:
         """The session ``name``, or ``None`` when there is none; `SessionError`
@@ -308,7 +369,8 @@ class SQLiteSessionStore:
     async def save(
         self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
     ) -> None:
-        """Replace the transcript and state of ``name`` in one transaction."""
+        """Replace the transcript and state of ``name`` and drop its journal,
+        in one transaction."""
         await asyncio.to_thread(self._save, name, transcript, state)
 
     async def list(self) -> list[str]:
@@ -351,6 +413,21 @@ class SQLiteSessionStore:
             yield
         finally:
             held.release()
+
+
+def _journal_row(run_id: object, kind: object, call_id: object, data: object) -> dict[str, Any]:
+    """A journal row as `JournalEntry` fields; a row that does not parse is
+    a `SessionError` (via ValueError) like a session row."""
+    try:
+        parsed = json.loads(_text(data))
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise SessionError(
+            "a journal row of the session store cannot be read",
+            hint="export what is readable with `seamkit sessions export --raw`",
+        )
+    return {"run_id": run_id, "kind": kind, "call_id": call_id, "data": parsed}
 
 
 def _text(value: object) -> str:

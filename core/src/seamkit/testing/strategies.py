@@ -165,6 +165,7 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
         F.Retry: st.builds(F.Retry, st.none() | reason),
         F.Repair: st.builds(F.Repair, tool_names, st.none() | _arguments),
         F.Fail: reason.map(F.Fail),
+        F.RequireApproval: st.builds(F.RequireApproval, reason, st.none() | _arguments),
     }
     return st.one_of(*(options[t] for t in accepted))
 

@@ -5,14 +5,16 @@ it needs approval (`ApprovalRule`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass
 
 from ._errors import ToolDefinitionError
 
@@ -47,49 +49,46 @@ def arguments_digest(tool: str, arguments: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:DIGEST_LENGTH]
 
 
-class Approve(BaseModel):
+@dataclass(frozen=True)
+class Approve:
     """Run the call as shown. ``digest``, when given, must be the pending
     call's: an approval binds to exactly the arguments that were shown."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    action: Literal["approve"] = "approve"
     digest: str | None = None
+    _: KW_ONLY
     by: str | None = None
     """Who decided (an API key's id, ``"cli"``), for telemetry."""
+    action: Literal["approve"] = "approve"
 
 
-class Reject(BaseModel):
+@dataclass(frozen=True)
+class Reject:
     """Do not run the call: ``reason`` is what the model gets as its result."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    action: Literal["reject"] = "reject"
     reason: str = "rejected"
+    _: KW_ONLY
     by: str | None = None
-
-    def __init__(self, reason: str = "rejected", **data: Any) -> None:
-        super().__init__(reason=reason, **data)
+    action: Literal["reject"] = "reject"
 
 
-class Edit(BaseModel):
+@dataclass(frozen=True)
+class Edit:
     """Run the call with these ``arguments`` instead (validated against the
     tool's schema; the approval binds to them). ``digest``, when given, must
     be the pending call's."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    action: Literal["edit"] = "edit"
     arguments: dict[str, Any]
     digest: str | None = None
+    _: KW_ONLY
     by: str | None = None
-
-    def __init__(self, arguments: Mapping[str, Any], **data: Any) -> None:
-        super().__init__(arguments=dict(arguments), **data)
+    action: Literal["edit"] = "edit"
 
 
 Decision = Approve | Reject | Edit
 """What a person decided about one pending call."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Decisions:
     """The input that continues a suspended run: a decision per call id.
 
@@ -99,7 +98,7 @@ class Decisions:
     decision does not say.
     """
 
-    decisions: Mapping[str, Decision] = field(default_factory=dict)
+    decisions: Mapping[str, Decision] = dataclasses.field(default_factory=dict)
     rest: Decision | None = None
     by: str | None = None
 
@@ -131,7 +130,7 @@ class PendingCall(BaseModel):
     hook: str | None = None
     digest: str
     requested_at: datetime
-    decision: Approve | Reject | Edit | None = None
+    decision: Annotated[Approve | Reject | Edit, Field(discriminator="action")] | None = None
 
 
 ApprovalSetting = bool | Literal["always", "never"] | Mapping[str, Any]

@@ -14,6 +14,7 @@ decision, a journaled start or result).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -137,7 +138,7 @@ def decided_entry(run_id: str, pending: PendingCall) -> JournalEntry:
         run_id=run_id,
         kind="decided",
         call_id=pending.call_id,
-        data={"decision": pending.decision.model_dump(mode="json")},
+        data={"decision": _DECISION.dump_python(pending.decision, mode="json")},
     )
 
 
@@ -267,7 +268,7 @@ def decide(
         if chosen is None and call.decision is None:
             chosen = decisions.rest
         if chosen is not None and chosen.by is None and decisions.by is not None:
-            chosen = chosen.model_copy(update={"by": decisions.by})
+            chosen = dataclasses.replace(chosen, by=decisions.by)
         out.append(call if chosen is None else call.model_copy(update={"decision": chosen}))
     return out
 

@@ -100,7 +100,7 @@ def test_a_rule_that_cannot_be_decided_fails_closed() -> None:
 
 
 def test_a_bad_when_schema_is_a_tool_definition_error() -> None:
-    with pytest.raises(seamkit.ToolDefinitionError, match="approval.when is not valid"):
+    with pytest.raises(seamkit.ToolDefinitionError, match=r"approval\.when is not valid"):
         seamkit.tool(approval={"when": {"type": 12}})(lambda x: x)
     with pytest.raises(seamkit.ToolDefinitionError, match="approval must be"):
         seamkit.tool(approval="sometimes")(lambda x: x)  # type: ignore[call-overload]

@@ -126,3 +126,61 @@ def test_a_crash_before_anything_was_recorded_leaves_the_session_as_it_was(
     assert trial.lines(trial.effects) == []
     again = trial.run("go")
     assert json.loads(again.stdout)["outcome"] == "completed"
+
+
+def test_a_call_id_a_model_reuses_in_a_later_turn_is_not_taken_for_the_earlier_call(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    import seamkit
+    from seamkit import JournalEntry, Message, MessageToolCall
+    from seamkit.testing import ScriptedModel
+
+    ran: list[int] = []
+
+    @seamkit.tool
+    def pay(amount: int) -> str:
+        ran.append(amount)
+        return f"paid {amount}"
+
+    store = seamkit.SQLiteSessionStore(tmp_path / "s.sqlite")
+    first = Message(
+        role="assistant", tool_calls=(MessageToolCall.make("c1", "pay", {"amount": 1}),)
+    )
+    second = Message(
+        role="assistant", tool_calls=(MessageToolCall.make("c1", "pay", {"amount": 2}),)
+    )
+    entries = [
+        JournalEntry(
+            run_id="r",
+            kind="start",
+            data={"base": 0, "messages": [{"role": "user", "content": "go"}]},
+        ),
+        JournalEntry(run_id="r", kind="turn", data={"messages": [first.model_dump(mode="json")]}),
+        JournalEntry(run_id="r", kind="started", call_id="c1", data={"key": "k1", "attempt": 1}),
+        JournalEntry(run_id="r", kind="finished", call_id="c1", data={"content": "paid 1"}),
+        JournalEntry(
+            run_id="r",
+            kind="turn",
+            data={
+                "messages": [
+                    Message.tool("c1", "paid 1").model_dump(mode="json"),
+                    second.model_dump(mode="json"),
+                ]
+            },
+        ),
+        JournalEntry(run_id="r", kind="started", call_id="c1", data={"key": "k2", "attempt": 1}),
+    ]
+    asyncio.run(store.journal_append("s", entries))
+    agent = seamkit.Agent(
+        ScriptedModel([{"text": "done"}]), tools=[pay], plugin_hooks=False, store=store
+    )
+    result = asyncio.run(agent.run(None, session="s"))
+    assert result.outcome.kind == "completed" and ran == []
+    tools = [m.text for m in result.transcript if m.role == "tool"]
+    assert tools[0] == "paid 1" and tools[1].startswith(
+        "Error: InDoubt: the process stopped while pay"
+    )
+    assert [d.code for d in result.diagnostics] == ["in_doubt"]
+    assert asyncio.run(store.journal_read("s")) == []  # the save dropped it

@@ -120,6 +120,9 @@ def rebuild(saved: Sequence[Message], entries: Sequence[JournalEntry]) -> Rebuil
         elif entry.kind == "turn":
             transcript.extend(_messages(data.get("messages")))
             turns += 1
+            # What the calls of earlier turns did is in the messages now; the
+            # records that matter are this turn's (a model may reuse call ids).
+            records = {}
             if isinstance(data.get("usage"), dict):
                 usage = usage + Usage.model_validate(data["usage"])
         elif entry.call_id is not None:

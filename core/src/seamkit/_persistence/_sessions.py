@@ -27,7 +27,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, closing, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    closing,
+    contextmanager,
+)
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -331,7 +337,11 @@ class SQLiteSessionStore:
             )
 
     def _journal_read(self, name: str) -> list[JournalEntry]:
-        with self._failing(f"read the journal of {name!r} in"), closing(self._connect()) as db:
+        if self._read_only is not None:  # (`seamkit sessions export` of a read-only store)
+            reading: AbstractContextManager[sqlite3.Connection] = closing(self._connect())
+        else:
+            reading = self._durably(f"read the journal of {name!r} in")
+        with self._failing(f"read the journal of {name!r} in"), reading as db:
             rows = db.execute(
                 "SELECT run_id, kind, call_id, data FROM journal WHERE session = ? ORDER BY seq",
                 (name,),

@@ -370,8 +370,7 @@ class Tool:
         one with a fresh idempotency key).
         """
         ctx = _EMPTY_CONTEXT if context is None else context
-        info = call_info if call_info is not None else CallInfo(call_id, "", tool=self.name)
-        prepared = self._arguments(values, ctx, agent, info)
+        prepared = self._arguments(values, ctx, agent, call_id, call_info)
         if isinstance(prepared, ToolResult):
             return prepared
         args, kwargs = prepared
@@ -407,15 +406,19 @@ class Tool:
         return self._result(result, call_id, ctx, secrets, redactor)
 
     def _arguments(
-        self, values: dict[str, Any], ctx: ActionContext, agent: object, info: CallInfo
+        self,
+        values: dict[str, Any],
+        ctx: ActionContext,
+        agent: object,
+        call_id: str,
+        info: CallInfo | None,
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
         """The function's positional and keyword arguments: the model's
         values plus what is injected; a failed result for a missing one."""
         kwargs = dict(values)
-        call_id = info.call_id
         for injection in self._sig.injections:
             if injection.call_info:
-                kwargs[injection.param] = _keyed(info)
+                kwargs[injection.param] = _keyed(info, call_id, self.name)
                 continue
             if injection.prop is None:
                 kwargs[injection.param] = agent if injection.agent else ctx
@@ -650,9 +653,16 @@ class _SchemaTool(Tool):
         return dict(data)
 
     def _arguments(
-        self, values: dict[str, Any], ctx: ActionContext, agent: object, info: CallInfo
+        self,
+        values: dict[str, Any],
+        ctx: ActionContext,
+        agent: object,
+        call_id: str,
+        info: CallInfo | None,
     ) -> tuple[tuple[Any, ...], dict[str, Any]] | ToolResult:
-        return ((values, ctx, _keyed(info)) if self._takes_info else (values, ctx)), {}
+        if not self._takes_info:
+            return (values, ctx), {}
+        return (values, ctx, _keyed(info, call_id, self.name)), {}
 
 
 def _positional_count(call: Callable[..., Any]) -> int:
@@ -670,12 +680,12 @@ def _positional_count(call: Callable[..., Any]) -> int:
     return count
 
 
-def _keyed(info: CallInfo) -> CallInfo:
-    """``info`` with an idempotency key: a call made outside a journaled run
-    gets a fresh one, made only when a tool asks for it."""
-    if info.idempotency_key:
+def _keyed(info: CallInfo | None, call_id: str, tool: str) -> CallInfo:
+    """``info``, or for a call made outside a journaled run one with a fresh
+    idempotency key (made only when a tool asks for it)."""
+    if info is not None:
         return info
-    return CallInfo(info.call_id, uuid.uuid4().hex, info.attempt, info.tool)
+    return CallInfo(call_id, uuid.uuid4().hex, 1, tool)
 
 
 def _schema_signature(name: str, description: str, parameters: dict[str, Any]) -> ToolSignature:

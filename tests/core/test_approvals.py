@@ -449,3 +449,8 @@ def test_a_schema_tool_with_three_parameters_receives_the_call_info() -> None:
 def test_effects_must_be_one_of_the_three() -> None:
     with pytest.raises(seamkit.ToolDefinitionError, match="effects must be one of"):
         seamkit.tool(effects="twice")(lambda x: x)  # type: ignore[call-overload]
+
+
+def test_no_input_without_a_session_or_a_state_is_an_error() -> None:
+    with pytest.raises(ResumeError, match="nothing to continue"):
+        run(alone(), None)

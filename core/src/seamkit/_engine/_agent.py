@@ -477,9 +477,14 @@ class Agent:
                 resume=resume,
             )
         else:
+            if input is None:
+                raise ResumeError(
+                    "no input and nothing to continue: a run without a session continues "
+                    "only a suspended state (run(Decisions(...), suspended=...))",
+                )
             messages = input(()) if callable(input) else input
             run = await self._start(
-                messages or (), context, history, streaming, stream, None, state, options.defaults
+                messages, context, history, streaming, stream, None, state, options.defaults
             )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):

@@ -1,6 +1,9 @@
 """The ``seamkit`` commands that read an app: ``schema``, ``validate``,
 ``tools`` and ``run`` (with the printer that shows a run on a terminal, and
-what a signal does to a run: see `seamkit._cli._interrupt`).
+what a signal does to a run: see `seamkit._cli._interrupt`); `Invocation`
+and the options ``run`` shares with ``seamkit resume``
+(`seamkit._cli._resume`), which runs the same way; what both do with calls
+that wait for a decision is in `seamkit._cli._pending`.
 
 They are registered on the group by name in `seamkit._cli._group` and imported only
 when invoked, because building agents needs far more than listing plugins."""
@@ -14,25 +17,43 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from .. import stream as S
+from .._approval import Decisions
 from .._context import HookContext
 from .._engine._agent import Agent
-from .._errors import ManifestError, SeamkitError
+from .._errors import ManifestError, ResumeError, SeamkitError
 from .._events import hookimpl
 from .._loader import get_registry
 from .._manifest import manifest_schema
 from .._persistence._recovery import write_recovery
 from .._timeline import Timeline
-from .._types import Cancelled, Failed, Message, RunResult, Terminated
+from .._toolmap import ToolMap
+from .._types import Cancelled, Failed, Message, RunResult, Suspended, Terminated
+from . import _pending
 from ._interrupt import Interrupts
+from ._pending import ResumeLine, ask, pending_json, print_pending
 from ._session_commands import command_line_store
 
-__all__ = ["run_command", "schema_command", "tools_command", "validate_command"]
+__all__ = [
+    "Invocation",
+    "context_option",
+    "json_option",
+    "model_option",
+    "no_input_option",
+    "run_command",
+    "schema_command",
+    "session_option",
+    "store_option",
+    "tools_command",
+    "trace_option",
+    "validate_command",
+]
 
 
 @click.command("schema")
@@ -103,41 +124,77 @@ def _load_with_tools(app: str) -> tuple[Any, Any]:
         sys.exit(1)
 
 
-_EXIT = {"completed": 0, "terminated": 0, "max_turns": 1, "failed": 1, "cancelled": 130}
+_EXIT = {
+    "completed": 0,
+    "terminated": 0,
+    "max_turns": 1,
+    "failed": 1,
+    "cancelled": 130,
+    "suspended": 3,
+}
+"""The exit status of ``seamkit run`` and ``seamkit resume`` by the run's outcome."""
 
+F = TypeVar("F", bound=Callable[..., None])
 
-@click.command("run")
-@click.argument("app", type=click.Path(dir_okay=False))
-@click.argument("message")
-@click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON, no streaming.")
-@click.option("--session", metavar="NAME", help="Keep the conversation under NAME between runs.")
-@click.option(
+# The options ``seamkit run`` and ``seamkit resume`` share (defined once).
+json_option = click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the RunResult as JSON, no streaming; a suspended run's calls are under "
+    "`pending` (nothing is asked).",
+)
+store_option = click.option(
     "--store",
     metavar="PATH|URL",
     help="The session store: a SQLite path (relative to the working directory), "
     "sqlite:///PATH, or a URL a plugin serves (postgresql://...); default: the manifest's "
     "sessions.store, else sessions.sqlite in the user's data directory.",
 )
-@click.option(
+model_option = click.option(
     "--model",
     "model_spec",
     metavar="SPEC",
     help="Use this model instead of the manifest's, e.g. openai:gpt-4o-mini.",
 )
-@click.option(
+context_option = click.option(
     "--context",
     "context_items",
     multiple=True,
     metavar="KEY=VALUE",
     help="A property of the run's ActionContext (repeatable).",
 )
-@click.option(
+trace_option = click.option(
     "--trace",
     is_flag=True,
     help="After the run, print its timeline to standard error: the run, its turns, "
     "model calls, tool calls (concurrent ones side by side) and the hooks that fired, "
     "each with its duration.",
 )
+no_input_option = click.option(
+    "--no-input",
+    is_flag=True,
+    help="Never ask: when calls wait for a decision, list them with the `seamkit resume` "
+    "commands that decide them and exit 3 (what happens anyway when standard input or "
+    "output is not a terminal).",
+)
+
+
+def session_option(*, required: bool, help: str) -> Callable[[F], F]:
+    """The ``--session NAME`` option (optional for ``run``, required for ``resume``)."""
+    return click.option("--session", metavar="NAME", required=required, help=help)
+
+
+@click.command("run")
+@click.argument("app", type=click.Path(dir_okay=False))
+@click.argument("message")
+@json_option
+@session_option(required=False, help="Keep the conversation under NAME between runs.")
+@store_option
+@model_option
+@context_option
+@trace_option
+@no_input_option
 def run_command(
     app: str,
     message: str,
@@ -147,12 +204,18 @@ def run_command(
     model_spec: str | None,
     context_items: tuple[str, ...],
     trace: bool,
+    no_input: bool,
 ) -> None:
     """Run APP on MESSAGE: stream the answer to standard output, and show each
     hook that fired and each tool call on standard error.
 
     The exit status is 0 when the run completed or a hook ended it on
-    purpose, 1 when it failed or hit max_turns, 130 when it was cancelled.
+    purpose, 1 when it failed or hit max_turns, 3 when calls wait for a
+    decision, 130 when it was cancelled.
+    When calls wait for approval, on a terminal each is asked about
+    (approve, reject with a reason, or edit its arguments in $EDITOR) and
+    the run goes on; otherwise (or with --no-input, --json) they are
+    listed with the `seamkit resume` commands that decide them.
     Ctrl-C (SIGINT) or SIGTERM cancels the run: on_completion fires, the
     session is saved, and the exit status is 130 (SIGINT) or 143 (SIGTERM);
     a second signal cuts on_completion short, a third quits at once (as does
@@ -160,67 +223,167 @@ def run_command(
     leaving the transcript in a recovery file.
     SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
     """
-    context = _parse_context(context_items)
-    clock = _clock_from_env()
-    store = command_line_store(store)
-    timeline = Timeline() if trace else None
-    recorder = _Recorder()
-    hooks: list[object] = [recorder] if timeline is None else [recorder, timeline]
-    printer = None if as_json else _Printer()
+    invocation = Invocation(
+        app, session, store, model_spec, context_items, as_json, trace, no_input
+    )
+    invocation.execute(message)
 
-    async def work() -> None:
-        async with await Agent.load(
-            app, clock=clock, model=model_spec, store=store, hooks=hooks
-        ) as agent:
-            if timeline is not None and agent.config is not None:
-                spec = model_spec or agent.config.model.spec
-                timeline.model_name = spec.partition(":")[2] or spec
-            if printer is None:
-                await agent.run(message, context=context, session=session, store=store)
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What ``seamkit run`` or ``seamkit resume`` was given: the app and the
+    options each of its runs shares. `execute` runs, asks about the calls
+    that wait for a decision and runs again, until the run ends."""
+
+    app: str
+    session: str | None
+    store: str | None
+    model_spec: str | None
+    context_items: tuple[str, ...]
+    as_json: bool
+    trace: bool
+    no_input: bool
+
+    @property
+    def resume_line(self) -> ResumeLine | None:
+        """The ``seamkit resume`` command for this session (``None``: no session)."""
+        if self.session is None:
+            return None
+        return ResumeLine(self.app, self.session, self.store, self.model_spec, self.context_items)
+
+    def execute(self, given: str | Decisions | None) -> NoReturn:
+        """Run on ``given`` (a message; decisions; nothing, to continue a
+        session's run), then, while the run ends suspended and a person can be
+        asked, ask and run on the decisions. Exits with the run's status."""
+        context = _parse_context(self.context_items)
+        clock = _clock_from_env()
+        store = command_line_store(self.store)
+        while True:
+            result, tools = self._round(given, context, clock, store)
+            outcome = result.outcome
+            if not isinstance(outcome, Suspended):
+                sys.exit(_EXIT.get(outcome.kind, 1))
+            if self.as_json:
+                sys.exit(_EXIT["suspended"])  # (the calls are in its `pending`)
+            line = self.resume_line
+            if line is None or not _pending.is_terminal(self.no_input):
+                print_pending(outcome.pending, line)
+                sys.exit(_EXIT["suspended"])
+            try:
+                given = ask(outcome.pending, tools)
+            except click.Abort:
+                click.echo(err=True)
+                click.secho(
+                    f"[nothing decided: the calls still wait; `{line.command()}` asks again]",
+                    err=True,
+                    dim=True,
+                )
+                sys.exit(_EXIT["suspended"])
+
+    def _round(
+        self,
+        given: str | Decisions | None,
+        context: dict[str, str],
+        clock: Callable[[], datetime] | None,
+        store: str | None,
+    ) -> tuple[RunResult, ToolMap | None]:
+        """One run, streamed (or, with --json, printed when it ends), under
+        the command's signal handling: its result and the agent's tools. A
+        run cut short by a signal, or that raised, exits here."""
+        session, model_spec, as_json = self.session, self.model_spec, self.as_json
+        timeline = Timeline() if self.trace else None
+        printer = None if as_json else _Printer()
+        recorder = _Recorder(printer.note if printer is not None else None)
+        hooks: list[object] = [recorder] if timeline is None else [recorder, timeline]
+        tools: list[ToolMap] = []
+
+        async def work() -> None:
+            async with await Agent.load(
+                self.app, clock=clock, model=model_spec, store=store, hooks=hooks
+            ) as agent:
+                tools.append(agent.tools)
+                if timeline is not None and agent.config is not None:
+                    spec = model_spec or agent.config.model.spec
+                    timeline.model_name = spec.partition(":")[2] or spec
+                if printer is None:
+                    await agent.run(given, context=context, session=session, store=store)
+                    return
+                events = agent.stream(given, context=context, session=session, store=store)
+                async for event in events:
+                    printer.show(event)
+
+        def note(text: str) -> None:
+            if printer is not None:
+                printer.note(text)
+            else:
+                click.secho(text, err=True, dim=True)
+
+        def quit_now(code: int, finished: bool) -> None:
+            cause = signals.signal_name or "a signal"
+            if finished or session is None:
+                note(f"[quit at once on {cause}]")
                 return
-            events = agent.stream(message, context=context, session=session, store=store)
-            async for event in events:
-                printer.show(event)
+            # The run did not get to save its session: keep what this process knows.
+            kept = recorder.transcript or ([Message.user(given)] if isinstance(given, str) else [])
+            if not kept:  # a continuation: its store's journal keeps what ran
+                note(f"[quit at once on {cause}: session {session!r} may not be saved]")
+                return
+            where = store if store is not None and "@" not in store else None
+            path = write_recovery(
+                session, kept, {}, location=where, reason=f"quit at once on {cause}"
+            )
+            saved = f"its transcript is in {path}" if path is not None else "it was logged"
+            note(f"[quit at once on {cause}: session {session!r} may not be saved; {saved}]")
 
-    def note(text: str) -> None:
-        if printer is not None:
-            printer.note(text)
-        else:
-            click.secho(text, err=True, dim=True)
-
-    def quit_now(code: int, finished: bool) -> None:
-        cause = signals.signal_name or "a signal"
-        if finished or session is None:
-            note(f"[quit at once on {cause}]")
-            return
-        # The run did not get to save its session: keep what this process knows.
-        kept = recorder.transcript or [Message.user(message)]
-        where = store if store is not None and "@" not in store else None
-        path = write_recovery(session, kept, {}, location=where, reason=f"quit at once on {cause}")
-        saved = f"its transcript is in {path}" if path is not None else "it was logged"
-        note(f"[quit at once on {cause}: session {session!r} may not be saved; {saved}]")
-
-    signals = Interrupts(note, quit_now)
-    failure = signals.run(work())
-    result = recorder.result
-    if as_json and result is not None:
-        click.echo(result.model_dump_json(indent=2, exclude_none=True))
-    if signals.signal_name is not None:
+        signals = Interrupts(note, quit_now)
+        failure = signals.run(work())
+        result = recorder.result
+        if as_json and result is not None:
+            click.echo(_result_json(result, self.resume_line))
+        if signals.signal_name is not None:
+            if result is None:
+                note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
+            elif printer is None or not printer.finished:
+                note(_summary(result, signals.signal_name))
+        if timeline is not None:
+            _print_timeline(timeline)
+        if failure is not None:
+            if isinstance(failure, ResumeError) and isinstance(given, str) and session:
+                _refused(failure, self.resume_line)
+            if signals.exit_code is None or not isinstance(failure, SeamkitError):
+                raise failure
+            click.echo(f"error: {failure.message}", err=True)
+            if failure.hint:
+                click.echo(f"hint: {failure.hint}", err=True)
+        if signals.exit_code is not None:
+            sys.exit(signals.exit_code)
         if result is None:
-            note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
-        elif printer is None or not printer.finished:
-            note(_summary(result, signals.signal_name))
-    if timeline is not None:
-        _print_timeline(timeline)
-    if failure is not None:
-        if signals.exit_code is None or not isinstance(failure, SeamkitError):
-            raise failure
-        click.echo(f"error: {failure.message}", err=True)
-        if failure.hint:
-            click.echo(f"hint: {failure.hint}", err=True)
-    if signals.exit_code is not None:
-        sys.exit(signals.exit_code)
-    sys.exit(_EXIT.get(result.outcome.kind, 1) if result is not None else 1)
+            sys.exit(1)
+        return result, tools[0] if tools else None
+
+
+def _refused(error: ResumeError, line: ResumeLine | None) -> NoReturn:
+    """A new message to a session whose calls wait (or whose run a crash cut
+    short): the error, and the command that decides or continues them."""
+    click.echo(f"error: {error.message}", err=True)
+    if line is not None:
+        click.echo(
+            f"hint: `{line.command()}` decides the waiting calls (it asks on a terminal, or "
+            "lists them with the commands that decide them) or continues a run a crash cut "
+            "short; then send your message again",
+            err=True,
+        )
+    sys.exit(1)
+
+
+def _result_json(result: RunResult, line: ResumeLine | None) -> str:
+    """``--json``'s output: the `RunResult`, and for a suspended run its
+    calls under ``pending`` with the commands that decide them."""
+    if not isinstance(result.outcome, Suspended):
+        return result.model_dump_json(indent=2, exclude_none=True)
+    data = json.loads(result.model_dump_json(exclude_none=True))
+    data["pending"] = pending_json(result.outcome.pending, line)
+    return json.dumps(data, indent=2, ensure_ascii=False)
 
 
 class _Recorder:
@@ -229,11 +392,14 @@ class _Recorder:
     still be summarised, printed as JSON and recovered; and, until then, the
     transcript as far as the run's events tell it (the messages of the first
     model call, then each turn and tool result), for a process that must
-    quit before the run ends."""
+    quit before the run ends. With ``note``, it tells what only observers
+    see: a decision applied, a call in doubt after a crash, a journal
+    replayed."""
 
-    def __init__(self) -> None:
+    def __init__(self, note: Callable[[str], None] | None = None) -> None:
         self.result: RunResult | None = None
         self.transcript: list[Message] = []
+        self._note = note
 
     @hookimpl
     def on_run_event(self, ctx: HookContext, event: S.ObservedEvent) -> None:
@@ -248,6 +414,27 @@ class _Recorder:
         elif isinstance(event, S.RunFinished):
             self.result = event.result
             self.transcript = list(event.result.transcript)
+        elif self._note is not None:
+            self._tell(self._note, event)
+
+    @staticmethod
+    def _tell(note: Callable[[str], None], event: S.ObservedEvent) -> None:
+        if isinstance(event, S.JournalReplayed):
+            turns, results = event.turns, event.results
+            note(
+                f"· continued from the journal: {turns} model turn{'' if turns == 1 else 's'} "
+                f"reused, {results} tool result{'' if results == 1 else 's'} recovered"
+            )
+        elif isinstance(event, S.CallDecided) and event.pending.decision is not None:
+            pending, decision = event.pending, event.pending.decision
+            by = f" by {decision.by}" if decision.by else ""
+            what = {"approve": "approved", "reject": "rejected", "edit": "edited"}
+            note(f"· {pending.tool} [{pending.call_id}]: {what[decision.action]}{by}")
+        elif isinstance(event, S.CallInDoubt):
+            note(
+                f"? {event.call.name} [{event.call.id}]: in doubt: the process stopped while "
+                "it ran; not run again"
+            )
 
 
 def _print_timeline(timeline: Timeline) -> None:
@@ -326,6 +513,9 @@ def _summary(result: RunResult, cause: str | None = None) -> str:
         detail = f": {outcome.error}"
     elif isinstance(outcome, Cancelled) and cause:
         detail = f": {cause}"
+    elif isinstance(outcome, Suspended):
+        count = len(_pending.waiting(outcome.pending))
+        detail = f": {count} call{' waits' if count == 1 else 's wait'} for a decision"
     usage = result.usage
     return (
         f"[{outcome.kind}{detail} · {usage.requests} model call"

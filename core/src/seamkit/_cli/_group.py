@@ -1,6 +1,7 @@
 """The ``seamkit`` command: the group, its error handling and logging
 options, ``seamkit plugins``, and the commands that read an app (schema,
-validate, tools, run, from `seamkit._cli._commands`) or a session store
+validate, tools, run, from `seamkit._cli._commands`; resume, from
+`seamkit._cli._resume`) or a session store
 (``seamkit sessions``, from `seamkit._cli._session_commands`), loaded only when
 one of them is invoked, so that ``seamkit plugins`` and ``seamkit
 --version`` start fast.
@@ -32,6 +33,7 @@ __all__ = ["cli", "main"]
 
 _APP_COMMANDS = {
     "new": "_scaffold:new_command",
+    "resume": "_resume:resume_command",
     "run": "_commands:run_command",
     "schema": "_commands:schema_command",
     "sessions": "_session_commands:sessions_command",

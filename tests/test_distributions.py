@@ -83,6 +83,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "mcp"),
         str(ROOT / "contrib" / "memory-server"),
         str(ROOT / "plugins" / "otel"),
+        str(ROOT / "plugins" / "approval"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -252,6 +253,25 @@ def test_the_installed_otel_plugin_traces_a_run_to_the_console(
     for name in ("invoke_agent shop", "execute_tool lookup_order", "execute_tool charge"):
         assert f'"name": "{name}"' in out.stdout
     assert "canary-dist-42" not in out.stdout
+
+
+def test_the_installed_approval_plugin_adds_its_hook_kind(fresh_env: Env, tmp_path: Path) -> None:
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    found = plugins["approval"]
+    assert (found["distribution"], found["error"]) == ("seamkit-approval", None)
+    assert found["kinds"] == ["hook:approval"]
+    (tmp_path / "script.yaml").write_text("- text: ok\n")
+    app = tmp_path / "app.yaml"
+    entry = "{kind: approval, event: on_pre_tool_use, tools: [refund], reason: 'Refund {amount}'"
+    app.write_text(f"name: shop\nmodel: scripted:script.yaml\nhooks:\n  - {entry}}}\n")
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 0, out.stderr
+    app.write_text(
+        f"name: shop\nmodel: scripted:script.yaml\nhooks:\n  - {entry}, when: {{type: wrong}}}}\n"
+    )
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 1
+    assert "hooks[0].when: when is not a valid JSON Schema" in out.stderr, out.stderr
 
 
 def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[str]:

@@ -14,6 +14,8 @@ import pytest
 import seamkit
 from seamkit.testing import ScriptedModel
 
+from tests.core.crashed import SESSION, crashed_session
+
 ROOT = Path(__file__).resolve().parents[2]
 HELLO = ROOT / "docs" / "examples" / "hello" / "app.yaml"
 SEAMKIT = Path(sys.executable).parent / "seamkit"
@@ -254,6 +256,133 @@ def test_concurrent_runs_are_recorded_apart() -> None:
     assert timeline.render().count("\n\n") == 2
     timeline.clear()
     assert timeline.runs == [] and timeline.render() == ""
+
+
+CANARY = "canary-tl-9c31e07a"
+
+
+class Asker:
+    """Asks for approval of every ``explode`` call."""
+
+    @seamkit.hookimpl
+    def on_pre_tool_use(
+        self, ctx: seamkit.HookContext, call: seamkit.ToolCall
+    ) -> seamkit.flow.PreToolUseFlow:
+        if call.name != "explode":
+            return None
+        return seamkit.flow.RequireApproval("it blows up")
+
+
+def _asking_agent(timeline: seamkit.Timeline, tmp_path: Path) -> seamkit.Agent:
+    model = ScriptedModel(
+        [
+            _calls(("x1", "explode", "{}"), ("w1", "fetch_weather", '{"city": "Oslo"}')),
+            {"text": "done"},
+        ]
+    )
+    return seamkit.Agent(
+        model,
+        tools=[explode, fetch_weather],
+        hooks=[Asker(), timeline],
+        plugin_hooks=False,
+        store=str(tmp_path / "s.sqlite"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("decision", "label"),
+    [
+        (seamkit.Approve(by="cli"), "approved explode (by cli)"),
+        (seamkit.Reject("not now", by="key-42"), "rejected explode (by key-42): not now"),
+        (seamkit.Edit({}, by="cli"), "edited explode (by cli)"),
+    ],
+    ids=["approve", "reject", "edit"],
+)
+def test_a_suspension_and_each_decision_show_with_who_decided(
+    tmp_path: Path, decision: Any, label: str
+) -> None:
+    timeline = seamkit.Timeline()
+    agent = _asking_agent(timeline, tmp_path)
+
+    async def go() -> tuple[seamkit.RunResult, seamkit.RunResult]:
+        first = await agent.run("go", session="s")
+        return first, await agent.run(seamkit.Decisions({"x1": decision}), session="s")
+
+    first, second = asyncio.run(go())
+    assert first.outcome.kind == "suspended" and second.outcome.kind == "completed"
+    suspended, resumed = timeline.runs
+    assert suspended.outcome == "suspended" and resumed.outcome == "completed"
+    [asked] = [s for s in suspended.spans if s.kind == "approval"]
+    assert (asked.name, asked.call_id, asked.turn, asked.depth) == ("explode", "x1", 1, 2)
+    assert asked.detail == "it blows up" and asked.decided_by == "Asker"
+    assert asked.duration == 0.0 and asked.start == asked.end
+    assert [s.name for s in suspended.spans if s.kind == "tool"] == ["fetch_weather"]
+    # The continued run settles the waiting batch before its first model
+    # turn: the decision (and the call it let run) stand beside the turns.
+    [decided] = [s for s in resumed.spans if s.kind == "decision"]
+    assert (decided.name, decided.call_id, decided.flow) == ("explode", "x1", decision.action)
+    assert decided.decided_by == decision.by and (decided.depth, decided.turn) == (1, 0)
+    ran = [s for s in resumed.spans if s.kind == "tool"]
+    if decision.action == "reject":
+        assert ran == []
+    else:  # it ran after the decision
+        [tool] = ran
+        assert tool.name == "explode" and tool.depth == 1 and tool.start >= decided.end
+    text = timeline.render(width=100)
+    assert "    approval asked: explode · it blows up " in text
+    resumed_lines = text.split("\n\n")[1].splitlines()
+    labels = [line.split("▕")[0].rstrip() for line in resumed_lines[1:]]
+    assert labels[:2] == ["run", f"  {label}"]
+    assert labels[-2] == "  turn 1" and labels[-1].startswith("    model call · ")
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "approval asked: explode - it blows up" in timeline.render(100, ascii=True)
+
+
+def test_what_people_wrote_is_redacted_in_the_timeline(tmp_path: Path) -> None:
+    timeline = seamkit.Timeline()
+    agent = _asking_agent(timeline, tmp_path)
+    context = {"key": seamkit.Secret(CANARY)}
+
+    async def go() -> None:
+        await agent.run("go", session="s", context=context)
+        rejected = seamkit.Reject(f"no: {CANARY}", by=f"user {CANARY}")
+        await agent.run(seamkit.Decisions({"x1": rejected}), session="s", context=context)
+
+    asyncio.run(go())
+    text = timeline.render(width=200)
+    assert "rejected explode (by user ***): no: ***" in text
+    assert CANARY not in text and CANARY not in repr(timeline.runs)
+
+
+def test_a_run_continued_from_its_journal_shows_the_replay_and_the_call_in_doubt(
+    tmp_path: Path,
+) -> None:
+    crashed = crashed_session(tmp_path)
+    timeline = seamkit.Timeline()
+
+    async def go() -> seamkit.RunResult:
+        agent = await seamkit.Agent.load(crashed.app, store=crashed.store, hooks=[timeline])
+        async with agent:
+            return await agent.run(None, session=SESSION)
+
+    result = asyncio.run(go())
+    assert result.outcome.kind == "completed"
+    [run] = timeline.runs
+    [journal] = [s for s in run.spans if s.kind == "journal"]
+    assert journal.depth == 1 and journal.detail == "1 turn, 1 result"
+    [doubt] = [s for s in run.spans if s.kind == "in_doubt"]
+    assert (doubt.name, doubt.call_id, doubt.turn, doubt.error) == ("charge", "k1", 1, "in doubt")
+    assert not any(s.kind == "tool" for s in run.spans)  # nothing ran again
+    assert [s.turn for s in run.spans if s.kind == "model"] == [2]  # turn 1 was reused
+    labels = [line.split("▕")[0].rstrip() for line in timeline.render().splitlines()[1:]]
+    assert labels == [
+        "run",
+        "  journal replayed · 1 turn, 1 result",
+        "  turn 1",
+        "    call charge ✗ in doubt",
+        "  turn 2",
+        "    model call · 29/11 tok",
+    ]
 
 
 def _seamkit(*args: str) -> subprocess.CompletedProcess[str]:

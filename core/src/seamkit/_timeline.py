@@ -3,21 +3,29 @@ and how long it took, and draws it as text (``seamkit run --trace``).
 
 It needs nothing but the run-observer events (`seamkit.stream`): the run,
 its turns, each model call, each tool call (concurrent ones overlap) and each
-event whose hooks ran, as spans with offsets from the run's start.
+event whose hooks ran, as spans with offsets from the run's start; and, as
+instants, each call that began to wait for approval, each decision applied
+(and who made it), each call a crash left in doubt, and a run continued from
+its journal.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
+from ._approval import Reject
 from ._context import HookContext
 from ._events import hookimpl
 from ._types import Failed, Usage
 from .stream import (
+    CallDecided,
+    CallInDoubt,
+    CallSuspended,
     HookFired,
+    JournalReplayed,
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
@@ -29,9 +37,15 @@ from .stream import (
 
 __all__ = ["RunTrace", "Span", "SpanKind", "Timeline"]
 
-SpanKind = Literal["run", "turn", "model", "tool", "hook"]
+SpanKind = Literal[
+    "run", "turn", "model", "tool", "hook", "approval", "decision", "in_doubt", "journal"
+]
 """What a span times: the run, one turn, a model call, a tool call, or the
-hooks of one event."""
+hooks of one event; or marks (an instant): a call that began to wait for
+approval, a decision applied to one, a call a crash left in doubt, the run
+continuing from its journal."""
+
+_DECIDED = {"approve": "approved", "reject": "rejected", "edit": "edited"}
 
 _RUN_LEVEL_EVENTS = frozenset({"on_request_start", "on_completion"})
 _MIN_WIDTH = 40
@@ -45,13 +59,20 @@ class Span:
     ``duration`` where it has one, else ``end - start``).
 
     ``name`` is the agent's name (run), ``"turn N"`` (turn), the model's name
-    (model, ``"model"`` when unknown), the tool's name (tool) or the event's
-    name (hook). ``error`` says what went wrong, if anything: the run's or
-    the model call's error text, or ``"raised"``, ``"error"`` or
-    ``"cancelled"`` for a tool call. ``usage`` is a model call's token
-    counts, ``call_id`` a tool call's id, ``hooks`` and ``flow`` the hooks
-    that ran at an event and what they decided (``decided_by`` the hook that
-    decided it).
+    (model, ``"model"`` when unknown), the tool's name (tool, approval,
+    decision, in_doubt), the event's name (hook) or ``"journal"``. ``error``
+    says what went wrong, if anything: the run's or the model call's error
+    text, or ``"raised"``, ``"error"`` or ``"cancelled"`` for a tool call,
+    ``"in doubt"`` for a call a crash cut short. ``usage`` is a model call's
+    token counts, ``call_id`` a tool call's id, ``hooks`` and ``flow`` the
+    hooks that ran at an event and what they decided (``decided_by`` the
+    hook that decided it). For an approval, ``detail`` is the reason shown
+    and ``decided_by`` the hook that asked (``None``: the tool's own rule);
+    for a decision, ``flow`` is its action (``approve``, ``reject``,
+    ``edit``), ``decided_by`` who decided (an API key's id, ``cli``) and
+    ``detail`` a rejection's reason; for the journal, ``detail`` says how
+    many model turns it reused (not asked again) and tool results it gave
+    back. Marks take no time.
     """
 
     kind: SpanKind
@@ -67,6 +88,7 @@ class Span:
     hooks: tuple[str, ...] = ()
     flow: str | None = None
     decided_by: str | None = None
+    detail: str | None = None
 
     def label(self, *, ascii: bool = False) -> str:
         """The span's one-line description, as `Timeline.render` shows it (a
@@ -83,6 +105,22 @@ class Span:
                 text += f"{dot}{usage.input_tokens}/{usage.output_tokens} tok"
         elif self.kind == "tool":
             text = f"tool {self.name}"
+        elif self.kind == "approval":
+            text = f"approval asked: {self.name}"
+            if self.detail:
+                text += f"{dot}{self.detail}"
+        elif self.kind == "decision":
+            text = f"{_DECIDED.get(self.flow or '', self.flow)} {self.name}"
+            if self.decided_by:
+                text += f" (by {self.decided_by})"
+            if self.detail:
+                text += f": {self.detail}"
+        elif self.kind == "in_doubt":
+            text = f"call {self.name}"  # its error says: in doubt
+        elif self.kind == "journal":
+            text = "journal replayed"
+            if self.detail:
+                text += f"{dot}{self.detail}"
         else:
             text = f"hook {self.name}: {', '.join(self.hooks)}"
             if self.flow not in (None, "Continue"):  # Continue: nothing changed
@@ -187,6 +225,11 @@ class _Recording:
         children = list(self.closed)
         for item in [*self.models, *self.tools.values()]:
             children.append(_close(item, end, end - item.start, depth=2))
+        # What happens before a continued run's first turn (a decision, the
+        # call it let run) stands beside the turns.
+        children = [
+            c if c.depth != 2 or c.turn in self.turns else replace(c, depth=1) for c in children
+        ]
         turns = [
             Span("turn", f"turn {n}", first, last, last - first, depth=1, turn=n)
             for n, (first, last) in sorted(self.turns.items())
@@ -329,6 +372,28 @@ class Timeline:
             run.closed.append(hook)
             if not outside:
                 run.touch(event.turn, start, at)
+        elif isinstance(event, CallSuspended | CallDecided):
+            run.closed.append(_mark(event, at, ctx))
+            run.touch(event.turn, at, at)
+        elif isinstance(event, CallInDoubt):
+            call = event.call
+            run.closed.append(
+                Span(
+                    "in_doubt",
+                    call.name,
+                    at,
+                    at,
+                    0.0,
+                    depth=2,
+                    turn=event.turn,
+                    error="in doubt",
+                    call_id=call.id,
+                )
+            )
+            run.touch(event.turn, at, at)
+        elif isinstance(event, JournalReplayed):
+            done = f"{_plural(event.turns, 'turn')}, {_plural(event.results, 'result')}"
+            run.closed.append(Span("journal", "journal", at, at, 0.0, depth=1, detail=done))
         elif isinstance(event, RunFinished):
             outcome = event.result.outcome
             run.outcome = outcome.kind
@@ -338,6 +403,36 @@ class Timeline:
             turn = getattr(event, "turn", 0)
             if isinstance(turn, int):
                 run.touch(turn, at, at)
+
+
+def _mark(event: CallSuspended | CallDecided, at: float, ctx: HookContext) -> Span:
+    """The mark of a call that began to wait, or of a decision about one;
+    what people wrote (a reason, a name) through the run's redactor."""
+    pending = event.pending
+    redact = ctx.redactor
+    kind: SpanKind = "approval"
+    flow: str | None = None
+    by: str | None = pending.hook
+    detail: str | None = pending.reason
+    if isinstance(event, CallDecided):
+        decision = pending.decision
+        kind, by, detail = "decision", None, None
+        if decision is not None:
+            flow, by = decision.action, decision.by
+            detail = decision.reason if isinstance(decision, Reject) else None
+    return Span(
+        kind,
+        pending.tool,
+        at,
+        at,
+        0.0,
+        depth=2,
+        turn=event.turn,
+        call_id=pending.call_id,
+        flow=flow,
+        decided_by=None if by is None else redact(by),
+        detail=None if detail is None else redact(detail),
+    )
 
 
 def _plural(count: int, what: str) -> str:

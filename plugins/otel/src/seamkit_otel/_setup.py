@@ -1,4 +1,5 @@
-"""The instruments the plugin records with (a tracer and two histograms),
+"""The instruments the plugin records with (a tracer, two histograms and the
+approval and in-doubt counters),
 from the providers `_providers` chooses; the SDK set up from the ``OTEL_*``
 environment when that is the choice. Imports OpenTelemetry: loaded with the
 first run that may be traced."""
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import Histogram, MeterProvider
+from opentelemetry.metrics import Counter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.metrics.export import MetricExporter, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
@@ -46,6 +47,12 @@ class Instruments:
     tracer: Tracer
     token_usage: Histogram
     duration: Histogram
+    approvals: Counter
+    """``seamkit.approval.requests``: calls that began to wait for a person."""
+    decisions: Counter
+    """``seamkit.approval.decisions``: decisions applied, by action."""
+    in_doubt: Counter
+    """``seamkit.tool.in_doubt``: calls a crash left in doubt."""
 
 
 def _version() -> str:
@@ -56,7 +63,7 @@ def _version() -> str:
 
 
 def instruments(tracer_provider: TracerProvider, meter_provider: MeterProvider) -> Instruments:
-    """The tracer and histograms of ``seamkit``'s instrumentation scope."""
+    """The tracer, histograms and counters of ``seamkit``'s instrumentation scope."""
     version = _version()
     meter = meter_provider.get_meter(SCOPE, version)
     return Instruments(
@@ -72,6 +79,21 @@ def instruments(tracer_provider: TracerProvider, meter_provider: MeterProvider) 
             unit="s",
             description="GenAI operation duration.",
             explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        ),
+        approvals=meter.create_counter(
+            "seamkit.approval.requests",
+            unit="{call}",
+            description="Tool calls that began to wait for a person's approval.",
+        ),
+        decisions=meter.create_counter(
+            "seamkit.approval.decisions",
+            unit="{call}",
+            description="Decisions about waiting tool calls applied as runs continued.",
+        ),
+        in_doubt=meter.create_counter(
+            "seamkit.tool.in_doubt",
+            unit="{call}",
+            description="Tool calls a crash cut short, reported in doubt and not run again.",
         ),
     )
 

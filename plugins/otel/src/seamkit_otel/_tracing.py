@@ -8,8 +8,15 @@ OpenTelemetry GenAI semantic conventions.
   children of the run's span; a tool's span is current in the tool's task,
   so what the tool calls (a tool service, an MCP server) joins the trace;
 - a ``seamkit.hook`` span event per `HookFired`;
+- span events on the run's span for runs that wait for a person or continue
+  after a crash: ``seamkit.approval.requested`` (`CallSuspended`),
+  ``seamkit.approval.decided`` (`CallDecided`, with who decided),
+  ``seamkit.tool.in_doubt`` (`CallInDoubt`) and ``seamkit.journal.replayed``
+  (`JournalReplayed`); an approved or edited call's ``execute_tool`` span
+  says so, and by whom;
 - the ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``
-  histograms per model call.
+  histograms per model call, and the ``seamkit.approval.requests``,
+  ``seamkit.approval.decisions`` and ``seamkit.tool.in_doubt`` counters.
 
 Every text goes through the run's redactor (``ctx.redactor``, plus the
 ``telemetry: redact_patterns``) before an attribute or event is made.
@@ -26,10 +33,14 @@ from typing import Any
 from opentelemetry import context as otel_context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-from seamkit import Failed, HookContext, Redactor
+from seamkit import Edit, Failed, HookContext, Redactor, Reject, Suspended
 from seamkit.plugins import secret_texts
 from seamkit.stream import (
+    CallDecided,
+    CallInDoubt,
+    CallSuspended,
     HookFired,
+    JournalReplayed,
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
@@ -46,6 +57,7 @@ from ._content import (
     input_messages,
     output_messages,
     system_instructions,
+    to_json,
 )
 from ._providers import capture_content_default
 from ._setup import Instruments, Setup
@@ -119,6 +131,8 @@ class _Run:
     parent: Context
     chats: dict[int, tuple[_Open, Attributes]] = field(default_factory=dict)
     tools: dict[str, list[_Open]] = field(default_factory=dict)
+    approved: dict[str, Attributes] = field(default_factory=dict)
+    """What the ``execute_tool`` span of a decided call adds, by call id."""
 
     def clean(self, attributes: Mapping[str, AttributeValue | None]) -> Attributes:
         """``attributes`` without ``None`` values, every text redacted."""
@@ -150,6 +164,10 @@ class Tracing:
             ToolExecutionStart: self._tool_started,
             ToolExecutionEnd: self._tool_ended,
             HookFired: self._hook_fired,
+            CallSuspended: self._call_suspended,
+            CallDecided: self._call_decided,
+            CallInDoubt: self._call_in_doubt,
+            JournalReplayed: self._journal_replayed,
             RunFinished: self._run_finished,
         }
         self._handlers = handlers
@@ -237,6 +255,9 @@ class Tracing:
             run.clean(
                 {
                     "seamkit.run.outcome": outcome.kind,
+                    "seamkit.run.pending": (
+                        len(outcome.pending) if isinstance(outcome, Suspended) else None
+                    ),
                     "gen_ai.usage.input_tokens": result.usage.input_tokens,
                     "gen_ai.usage.output_tokens": result.usage.output_tokens,
                 }
@@ -344,6 +365,7 @@ class Tracing:
         }
         if run.capture:
             attributes["gen_ai.tool.call.arguments"] = arguments_json(call, run.redact)
+        attributes.update(run.approved.pop(call.id, {}))
         span = run.instruments.tracer.start_span(
             run.redact(f"execute_tool {call.name}"),
             context=run.parent,
@@ -401,4 +423,65 @@ class Tracing:
                     "seamkit.turn": event.turn,
                 }
             ),
+        )
+
+    # --- approvals and the journal --------------------------------------------
+
+    def _call_suspended(self, ctx: HookContext, run: _Run, event: CallSuspended) -> None:
+        pending = event.pending
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.tool.name": pending.tool,
+            "gen_ai.tool.call.id": pending.call_id,
+            "seamkit.approval.digest": pending.digest,
+            "seamkit.approval.reason": pending.reason,
+            "seamkit.approval.hook": pending.hook,
+            "seamkit.turn": event.turn,
+        }
+        if run.capture:
+            attributes["gen_ai.tool.call.arguments"] = run.redact(to_json(pending.arguments))
+        run.root.span.add_event("seamkit.approval.requested", run.clean(attributes))
+        run.instruments.approvals.add(1, run.clean({"gen_ai.tool.name": pending.tool}))
+
+    def _call_decided(self, ctx: HookContext, run: _Run, event: CallDecided) -> None:
+        pending = event.pending
+        decision = pending.decision
+        if decision is None:  # the kernel emits only decided calls; a safety net
+            return
+        who: dict[str, AttributeValue | None] = {
+            "seamkit.approval.action": decision.action,
+            "seamkit.approval.by": decision.by,
+        }
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.tool.name": pending.tool,
+            "gen_ai.tool.call.id": pending.call_id,
+            "seamkit.approval.digest": pending.digest,
+            **who,
+            "seamkit.turn": event.turn,
+        }
+        if isinstance(decision, Reject):
+            attributes["seamkit.approval.reason"] = decision.reason
+        elif isinstance(decision, Edit) and run.capture:
+            written = secret_texts(decision.arguments)
+            redact = run.redact.extend(written) if written else run.redact
+            attributes["gen_ai.tool.call.arguments"] = redact(to_json(decision.arguments))
+        run.root.span.add_event("seamkit.approval.decided", run.clean(attributes))
+        metric = {"gen_ai.tool.name": pending.tool, "seamkit.approval.action": decision.action}
+        run.instruments.decisions.add(1, run.clean(metric))
+        if not isinstance(decision, Reject):  # the call runs next: its span says who let it
+            run.approved[pending.call_id] = run.clean(who)
+
+    def _call_in_doubt(self, ctx: HookContext, run: _Run, event: CallInDoubt) -> None:
+        call = event.call
+        attributes: dict[str, AttributeValue | None] = {
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "seamkit.turn": event.turn,
+        }
+        run.root.span.add_event("seamkit.tool.in_doubt", run.clean(attributes))
+        run.instruments.in_doubt.add(1, run.clean({"gen_ai.tool.name": call.name}))
+
+    def _journal_replayed(self, ctx: HookContext, run: _Run, event: JournalReplayed) -> None:
+        run.root.span.add_event(
+            "seamkit.journal.replayed",
+            {"seamkit.journal.turns": event.turns, "seamkit.journal.results": event.results},
         )

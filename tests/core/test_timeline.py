@@ -317,23 +317,23 @@ def test_a_suspension_and_each_decision_show_with_who_decided(
     assert asked.detail == "it blows up" and asked.decided_by == "Asker"
     assert asked.duration == 0.0 and asked.start == asked.end
     assert [s.name for s in suspended.spans if s.kind == "tool"] == ["fetch_weather"]
-    # The continued run settles the waiting batch before its first model
-    # turn: the decision (and the call it let run) stand beside the turns.
+    # The continued run settles the waiting batch in the turn it belongs to
+    # (the request's turn 1), then asks the model (turn 2).
     [decided] = [s for s in resumed.spans if s.kind == "decision"]
     assert (decided.name, decided.call_id, decided.flow) == ("explode", "x1", decision.action)
-    assert decided.decided_by == decision.by and (decided.depth, decided.turn) == (1, 0)
+    assert decided.decided_by == decision.by and (decided.depth, decided.turn) == (2, 1)
     ran = [s for s in resumed.spans if s.kind == "tool"]
     if decision.action == "reject":
         assert ran == []
     else:  # it ran after the decision
         [tool] = ran
-        assert tool.name == "explode" and tool.depth == 1 and tool.start >= decided.end
+        assert tool.name == "explode" and tool.depth == 2 and tool.start >= decided.end
     text = timeline.render(width=100)
     assert "    approval asked: explode · it blows up " in text
     resumed_lines = text.split("\n\n")[1].splitlines()
     labels = [line.split("▕")[0].rstrip() for line in resumed_lines[1:]]
-    assert labels[:2] == ["run", f"  {label}"]
-    assert labels[-2] == "  turn 1" and labels[-1].startswith("    model call · ")
+    assert labels[:3] == ["run", "  turn 1", f"    {label}"]
+    assert labels[-2] == "  turn 2" and labels[-1].startswith("    model call · ")
     assert all(len(line) <= 100 for line in text.splitlines())
     assert "approval asked: explode - it blows up" in timeline.render(100, ascii=True)
 

@@ -122,7 +122,7 @@ def test_a_suspension_and_an_approval_are_span_events_and_the_call_says_who_let_
         "seamkit.approval.digest": pending.digest,
         "seamkit.approval.action": "approve",
         "seamkit.approval.by": "key-1",
-        "seamkit.turn": 0,
+        "seamkit.turn": 1,
     }
     tools = _tools(exported)
     assert set(tools) == {"l1", "r1"}  # the lookup ran in the first run, the refund once

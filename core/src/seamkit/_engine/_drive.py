@@ -497,11 +497,22 @@ def _order(run: RunState) -> Callable[[PendingCall], int]:
     return lambda pending: index.get(pending.call_id, len(index))
 
 
+def _turns_so_far(transcript: list[Message]) -> int:
+    """The model turns of the request the transcript ends in: its assistant
+    messages after the last user message."""
+    turns = 0
+    for message in reversed(transcript):
+        if message.role == "user":
+            break
+        turns += message.role == "assistant"
+    return turns
+
+
 async def _resumed(run: RunState, resume: Resume) -> bool:
     """Continue a run: first the calls its last turn left open (with their
     decisions and what the journal knows of them); whether that ends it."""
     ctx = run.ctx
-    ctx.turn = resume.turns
+    ctx.turn = _turns_so_far(run.transcript)  # a continued request keeps its turn numbers
     run.usage = run.usage + resume.usage
     if resume.replayed and run.emit is not None:
         recovered = sum(1 for r in resume.records.values() if r.finished is not None)

@@ -488,7 +488,8 @@ def test_an_unknown_kind_lists_the_installed_kinds_and_points_at_seamkit_plugins
     assert result.exit_code == 1
     assert result.stderr.splitlines()[:2] == [
         f"{app}:4:11: hooks[0].kind: unknown hook kind 'tool_cal'",
-        f"  hint: did you mean 'tool_call'? installed hook kinds: approval, tool_call; {EVERY_PLUGIN}",
+        "  hint: did you mean 'tool_call'? installed hook kinds: approval, tool_call; "
+        + EVERY_PLUGIN,
     ]
 
 

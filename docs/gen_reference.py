@@ -463,7 +463,12 @@ _ONE_OF_EVENT = {
 _CATEGORY_INTRO = {
     "tool": "Entries of the `tools:` list. Every tool kind has the optional `toolset` field: "
     "when it is set, the names the model sees become "
-    '`sanitize_toolname(f"{toolset}_{tool}")`.',
+    '`sanitize_toolname(f"{toolset}_{tool}")`. Every tool kind also has `approval`, '
+    "`effects` and `stream_output`, which the kernel applies to the tools the entry "
+    "yields: one value for all of them, or a map by the tools' own names (`effects: "
+    "{refund: once, lookup: none}`; a name the entry does not yield is an error). A `ref` "
+    "that names one function takes one value; a `{when: ...}` under `approval` is a rule, "
+    "not a map.",
     "hook": "Entries of the `hooks:` list. Every hook kind has the fields `event` (or "
     "`events`), `name`, `timeout_seconds`, `on_error` and `match`. An entry with "
     "`events: [a, b]` instead of `event` is the same as one entry per event written in its "

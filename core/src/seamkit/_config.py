@@ -23,6 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from ._events import EVENTS, HookEvent
 from ._secret import Secret
+from ._tool_settings import ApprovalEntry, EffectsEntry, StreamOutputEntry
 
 __all__ = [
     "AnyRefreshCondition",
@@ -139,11 +140,32 @@ class HookConfig(KindConfig):
 
 
 class ToolConfig(KindConfig):
-    """Base of tool-kind config models. ``toolset`` prefixes the final tool names."""
+    """Base of tool-kind config models. ``toolset`` prefixes the final tool
+    names; ``approval``, ``effects`` and ``stream_output`` (one value for all
+    the entry's tools, or a map by tool name) are applied by the kernel to
+    the tools the kind resolves, so a kind needs no code for them."""
 
     toolset: str | None = Field(
         default=None,
         description="Names the model sees become sanitize_toolname(f'{toolset}_{tool}').",
+    )
+    approval: ApprovalEntry = Field(
+        default=None,
+        description="When a call needs a person's approval: always, never (or true, false), "
+        "or {when: <JSON Schema>} over the validated arguments; one for all the entry's "
+        "tools or a map by tool name. Default: each tool's own (never, unless its code says).",
+    )
+    effects: EffectsEntry = Field(
+        default=None,
+        description="What running a tool does, for the journal: none (only reads), "
+        "idempotent (acts once per idempotency key) or once; one for all the entry's tools "
+        "or a map by tool name, e.g. {refund: once, lookup: none}. Default: each tool's own "
+        "(once, unless its code says).",
+    )
+    stream_output: StreamOutputEntry = Field(
+        default=None,
+        description="Reserved for output guards: whether the tools' output streams; one "
+        "boolean or a map by tool name. Checked and kept; nothing uses it yet.",
     )
 
 

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ._config import ModelConfig, ToolConfig
 from ._errors import SeamkitError
@@ -25,6 +26,7 @@ from ._events import hookimpl
 from ._registry import BuildContext, RegisterModel, RegisterToolKind
 from ._scripted import ScriptedModel
 from ._tool import Tool
+from ._tool_settings import SETTING_FIELDS, PerTool
 from ._types import Model
 
 __all__ = ["FunctionToolConfig", "resolve_function_tools"]
@@ -45,6 +47,40 @@ class FunctionToolConfig(ToolConfig):
     timeout_seconds: float | None = Field(
         default=None, gt=0, description="Overrides the tools' own time-out."
     )
+
+    @model_validator(mode="after")
+    def _one_value_for_one_tool(self) -> FunctionToolConfig:
+        """A ref that names one function yields one tool: ``approval``,
+        ``effects`` and ``stream_output`` take one value there, not a map."""
+        if ":" not in self.ref:
+            return self
+        issues = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "one_tool",
+                    f"ref '{self.ref}' names one function, so {field} takes one value, "
+                    "not a map by tool name",
+                    {
+                        "hint": f"write the value itself (e.g. {_EXAMPLES[field]}); a map by "
+                        "tool name is for a ref that names a module"
+                    },
+                ),
+                loc=(field,),
+                input=dict(value.by_name),
+            )
+            for field in SETTING_FIELDS
+            if isinstance(value := getattr(self, field), PerTool) and value.every is None
+        ]
+        if issues:
+            raise ValidationError.from_exception_data(type(self).__name__, issues)
+        return self
+
+
+_EXAMPLES = {
+    "approval": "'approval: always'",
+    "effects": "'effects: none'",
+    "stream_output": "'stream_output: true'",
+}
 
 
 async def resolve_function_tools(config: FunctionToolConfig, build: BuildContext) -> list[Tool]:

@@ -22,6 +22,7 @@ from .._persistence._sessions import SessionStore, SQLiteSessionStore
 from .._registry import BuildContext, KindInfo, Registry
 from .._secret import redact, secret_texts
 from .._tool import Tool
+from .._tool_settings import apply_settings
 from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
 from .._types import Model
 from ._dispatch import ConfiguredHook
@@ -43,12 +44,14 @@ __all__ = [
 @dataclass(frozen=True, slots=True)
 class ToolEntry:
     """One manifest tool entry, resolved: its tools, or the source that gives
-    them run by run."""
+    them run by run, and its config (whose ``approval`` and ``effects`` the
+    tools got, again each time the source gives them)."""
 
     where: tuple[str | int, ...]
     toolset: str | None
     tools: tuple[Tool, ...]
     source: ToolSource | None = None
+    config: object = None
 
     def found(self) -> Found:
         """``(final name, tool, location, toolset)`` of each tool."""
@@ -126,11 +129,11 @@ def model_spec(given: Model | str | ModelConfig, built: Model) -> str:
 
 async def _resolve_entry(
     registry: Registry, entry: object, build: BuildContext, where: tuple[str | int, ...]
-) -> ToolEntry | Problem:
+) -> ToolEntry | list[Problem]:
     kind_name = str(getattr(entry, "kind", "?"))
     kind = registry.kind("tool", kind_name)
     if kind is None or kind.factory is None:
-        return Problem((*where, "kind"), f"no tool kind {kind_name!r} is installed")
+        return [Problem((*where, "kind"), f"no tool kind {kind_name!r} is installed")]
     return await _resolve(
         kind.factory,
         entry,
@@ -151,8 +154,9 @@ async def _resolve(
     *,
     owner: str,
     label: str,
-) -> ToolEntry | Problem:
-    """``resolve(config, build)`` as a `ToolEntry`, or the `Problem` it met."""
+) -> ToolEntry | list[Problem]:
+    """``resolve(config, build)`` as a `ToolEntry`, the entry's tool settings
+    applied to its tools (see `apply_settings`), or the problems it met."""
     try:
         produced: Any = resolve(config, build)
         if inspect.isawaitable(produced):
@@ -162,7 +166,7 @@ async def _resolve(
             produced = await source.current()
         tools = tuple(Tool.from_function(item) for item in produced or ())
     except SeamkitError as exc:
-        return Problem(where, exc.message, exc.hint)
+        return [Problem(where, exc.message, exc.hint)]
     except (Exception, SystemExit) as exc:  # sys.exit() in a tool kind is a bug too
         info = build.registry.plugins.get(owner)
         by = (info.distribution if info is not None else None) or f"plugin {owner!r}"
@@ -171,12 +175,17 @@ async def _resolve(
             if isinstance(exc, SystemExit)
             else f"{type(exc).__name__}: {exc}"
         )
-        return Problem(
-            where,
-            f"{label} failed to resolve this entry: {redact(what, secret_texts(config))}",
-            hint=f"this is a bug in {by}, or the entry's settings are wrong",
-        )
-    return ToolEntry(where, toolset, tools, source)
+        return [
+            Problem(
+                where,
+                f"{label} failed to resolve this entry: {redact(what, secret_texts(config))}",
+                hint=f"this is a bug in {by}, or the entry's settings are wrong",
+            )
+        ]
+    tools, problems = apply_settings(config, tools)
+    if problems:
+        return [Problem((*where, *p.location), p.message, p.hint) for p in problems]
+    return ToolEntry(where, toolset, tools, source, config)
 
 
 async def _section_tools(build: BuildContext, problems: list[Problem]) -> list[ToolEntry]:
@@ -195,8 +204,8 @@ async def _section_tools(build: BuildContext, problems: list[Problem]) -> list[T
             owner=info.plugin,
             label=f"manifest section {key!r}",
         )
-        if isinstance(resolved, Problem):
-            problems.append(resolved)
+        if isinstance(resolved, list):
+            problems.extend(resolved)
         else:
             entries.append(resolved)
     return entries
@@ -288,8 +297,8 @@ async def build_parts(
     entries: list[ToolEntry] = []
     for index, entry in enumerate(app.tools):
         resolved = await _resolve_entry(build.registry, entry, build, ("tools", index))
-        if isinstance(resolved, Problem):
-            problems.append(resolved)
+        if isinstance(resolved, list):
+            problems.extend(resolved)
         else:
             entries.append(resolved)
     entries.extend(await _section_tools(build, problems))
@@ -325,12 +334,14 @@ async def current_tools(
             continue
         try:
             tools = tuple(Tool.from_function(t) for t in await entry.source.current())
+            # a name of a map the source no longer lists may come back: not a problem now
+            tools, _ = apply_settings(entry.config, tools, check=False)
         except Exception as exc:
             problems.append(
                 Problem(entry.where, f"its tool source failed: {type(exc).__name__}: {exc}")
             )
             continue
-        refreshed.append(ToolEntry(entry.where, entry.toolset, tools, entry.source))
+        refreshed.append(ToolEntry(entry.where, entry.toolset, tools, entry.source, entry.config))
     found: Found = [item for entry in refreshed for item in entry.found()]
     found.extend((t.name, t, (), None) for t in code)
     tool_map = assemble(found, problems)

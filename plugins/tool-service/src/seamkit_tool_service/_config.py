@@ -41,9 +41,11 @@ __all__ = [
 ]
 
 RESERVED_FIELDS = frozenset(
-    {"kind", "name", "description", "service", "toolset", "arguments", "timeout_seconds"}
-)
-"""Fields of a ``tool-service`` entry; a config param may not be named like one."""
+    {"kind", "name", "description", "service", "arguments", "timeout_seconds"}
+) | frozenset(ToolConfig.model_fields)
+"""Fields of a ``tool-service`` entry, those every tool entry has among them
+(``toolset``, ``approval``, ``effects``, ``stream_output``); a config param
+may not be named like one."""
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

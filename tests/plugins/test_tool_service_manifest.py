@@ -100,7 +100,8 @@ EXPECTED: list[tuple[str, str, str, str | None]] = [
         "tool_services.services[5].config_params[0].name",
         "name: toolset",
         "config param 'toolset' is named like a field of tool entries",
-        "reserved: arguments, description, kind, name, service, timeout_seconds, toolset",
+        "reserved: approval, arguments, description, effects, kind, name, service, "
+        "stream_output, timeout_seconds, toolset",
     ),
     ("tool_services.services[6].timeout_seconds", "timeout_seconds: 0", "greater than 0", None),
 ]
@@ -153,7 +154,19 @@ def test_seamkit_validate_prints_each_problem_at_its_file_line_and_column(
 
 
 @pytest.mark.parametrize(
-    "field", ["kind", "name", "description", "service", "toolset", "arguments", "timeout_seconds"]
+    "field",
+    [
+        "kind",
+        "name",
+        "description",
+        "service",
+        "toolset",
+        "arguments",
+        "timeout_seconds",
+        "approval",
+        "effects",
+        "stream_output",
+    ],
 )
 def test_a_config_param_named_like_a_reserved_field_is_a_descriptor_error(field: str) -> None:
     service = {"id": "kb", "url": "http://127.0.0.1:9/", "config_params": [{"name": field}]}
@@ -217,3 +230,59 @@ def test_arguments_become_the_json_schema_the_model_sees() -> None:
         "required": ["query"],
         "additionalProperties": False,
     }
+
+
+# --- approval, effects and stream_output on a tool-service entry -------------------
+
+SETTINGS_APP = """\
+name: demo
+model: scripted:s.yaml
+tool_services:
+  services:
+    - id: kb
+      url: http://127.0.0.1:9/
+      config_params: [{name: collection}]
+tools:
+  - kind: tool-service
+    name: search
+    description: Search.
+    service: kb
+    collection: docs
+{settings}
+"""
+
+
+def _load_agent_tools(path: Path) -> dict[str, seamkit.Tool]:
+    async def go() -> dict[str, seamkit.Tool]:
+        async with await seamkit.Agent.load(path, model=ScriptedModel([])) as agent:
+            return dict(agent.tools)
+
+    return asyncio.run(go())
+
+
+def test_a_tool_service_entry_takes_approval_effects_and_stream_output(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(
+        SETTINGS_APP.replace(
+            "{settings}",
+            "    effects: idempotent\n    approval: {when: {required: [query]}}\n"
+            "    stream_output: {search: true}",
+        )
+    )
+    (entry,) = seamkit.AppConfig.load(path).tools
+    assert entry.config_values == {"collection": "docs"}  # the settings are no config values
+    search = _load_agent_tools(path)["search"]
+    assert search.effects == "idempotent"
+    assert search.approval.needed({"query": "x"}) and not search.approval.needed({})
+
+
+def test_a_tool_service_entry_s_map_names_only_its_own_tool(tmp_path: Path) -> None:
+    path = tmp_path / "app.yaml"
+    path.write_text(SETTINGS_APP.replace("{settings}", "    effects: {search: none, lookup: none}"))
+    with pytest.raises(seamkit.ManifestError) as info:
+        _load_agent_tools(path)
+    assert info.value.format().splitlines() == [
+        f"{path}:14:37: tools[0].effects.lookup: effects names tool 'lookup', which this "
+        "entry (kind 'tool-service') does not yield",
+        "  hint: it yields: search; a map's keys are the tools' own names (before any toolset)",
+    ]

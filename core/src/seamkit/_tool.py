@@ -29,13 +29,14 @@ from ._types import ToolResult, ToolSpec
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-SchemaCall = Callable[
-    [dict[str, Any], ActionContext],
-    Awaitable[Any] | AsyncIterator[str],
-]
-"""``call(arguments, ctx)`` of a `Tool.from_schema` tool: returns (or is an
-``async def`` returning) a JSON value, a `ToolResult`, or an async iterator
-of text chunks that stream as `seamkit.stream.ToolOutputDelta`."""
+SchemaCall = (
+    Callable[[dict[str, Any], ActionContext], Awaitable[Any] | AsyncIterator[str]]
+    | Callable[[dict[str, Any], ActionContext, CallInfo], Awaitable[Any] | AsyncIterator[str]]
+)
+"""``call(arguments, ctx)`` (or ``call(arguments, ctx, info)``, ``info`` the
+call's `CallInfo`) of a `Tool.from_schema` tool: returns (or is an ``async
+def`` returning) a JSON value, a `ToolResult`, or an async iterator of text
+chunks that stream as `seamkit.stream.ToolOutputDelta`."""
 
 __all__ = [
     "TOOL_NAME_PATTERN",

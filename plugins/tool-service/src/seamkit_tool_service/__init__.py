@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from ._envelope import (
         Reply as Reply,
         Request as Request,
+        ServiceCall as ServiceCall,
         decode_reply as decode_reply,
         decode_request as decode_request,
         encode_reply as encode_reply,
@@ -54,6 +55,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "Reply": "._envelope",
         "Request": "._envelope",
         "ServedTool": "._config",
+        "ServiceCall": "._envelope",
         "ServiceDescriptor": "._config",
         "ToolServiceConfig": "._config",
         "ToolServiceError": "._errors",

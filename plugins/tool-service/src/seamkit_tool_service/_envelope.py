@@ -1,9 +1,14 @@
 """The wire envelope, JSON on every transport.
 
-A request is ``{id, user, config, arguments}``, ``config`` and ``arguments``
-being JSON-encoded strings (as in the reference); a reply is ``{id, error:
-{type, message} | null, response, end_of_stream}``. A streamed reply is
-several replies with one id, the last with ``end_of_stream: true``.
+A request is ``{id, user, config, arguments, call_id, idempotency_key,
+attempt}``, ``config`` and ``arguments`` being JSON-encoded strings (as in
+the reference); ``id`` matches replies to this request, while ``call_id``,
+``idempotency_key`` and ``attempt`` tell the service about the tool call
+(`ServiceCall`): a call run again after a crash is a new request with a new
+``id`` and the same ``idempotency_key``. A request without them (from an
+older caller) is read with empty ones. A reply is ``{id, error: {type,
+message} | null, response, end_of_stream}``. A streamed reply is several
+replies with one id, the last with ``end_of_stream: true``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from ._errors import EnvelopeError
 __all__ = [
     "Reply",
     "Request",
+    "ServiceCall",
     "decode_reply",
     "decode_request",
     "encode_reply",
@@ -28,13 +34,34 @@ _loads = json.loads
 
 
 @dataclass(frozen=True, slots=True)
+class ServiceCall:
+    """What a service learns about the tool call it answers, beside its
+    user, config and arguments (a ``DynamicToolService.invoke`` that takes a
+    fourth parameter receives it).
+
+    ``call_id`` is the model's id of the tool call; ``idempotency_key`` is
+    the key the agent made for the call and journaled before sending it: a
+    call sent again after a crash (a tool whose ``effects`` are
+    ``idempotent``) carries the same key, with ``attempt`` 2 or more, so the
+    service can act once per key. Both are empty when the caller did not
+    send them (an older seamkit).
+    """
+
+    call_id: str = ""
+    idempotency_key: str = ""
+    attempt: int = 1
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
-    """A request as a service receives it, ``config`` and ``arguments`` decoded."""
+    """A request as a service receives it, ``config`` and ``arguments``
+    decoded, and what the envelope says about the tool call."""
 
     id: str
     user: str
     config: dict[str, Any]
     arguments: dict[str, Any]
+    call: ServiceCall = ServiceCall()
 
 
 @dataclass(slots=True)
@@ -48,9 +75,23 @@ class Reply:
     end_of_stream: bool
 
 
-def encode_request(call_id: str, user: str, config: str, arguments: str) -> bytes:
-    """A request envelope; ``config`` and ``arguments`` are JSON texts already."""
-    return _dumps({"id": call_id, "user": user, "config": config, "arguments": arguments}).encode()
+def encode_request(
+    call_id: str, user: str, config: str, arguments: str, *, call: ServiceCall | None = None
+) -> bytes:
+    """A request envelope with the id ``call_id`` (which replies carry);
+    ``config`` and ``arguments`` are JSON texts already. ``call`` adds the
+    tool call's ``call_id``, ``idempotency_key`` and ``attempt``."""
+    envelope: dict[str, Any] = {
+        "id": call_id,
+        "user": user,
+        "config": config,
+        "arguments": arguments,
+    }
+    if call is not None:
+        envelope["call_id"] = call.call_id
+        envelope["idempotency_key"] = call.idempotency_key
+        envelope["attempt"] = call.attempt
+    return _dumps(envelope).encode()
 
 
 def encode_reply(
@@ -122,4 +163,12 @@ def decode_request(data: bytes | str) -> Request:
         text = _text(envelope, field, "request", default="{}")
         value = _object(text, f"request's '{field}'") if text else {}
         parts.append(value)
-    return Request(call_id, user, parts[0], parts[1])
+    attempt = envelope.get("attempt", 1)
+    if type(attempt) is not int or attempt < 1:
+        raise EnvelopeError(f"the request's 'attempt' is {attempt!r}, not a whole number >= 1")
+    call = ServiceCall(
+        _text(envelope, "call_id", "request", default=""),
+        _text(envelope, "idempotency_key", "request", default=""),
+        attempt,
+    )
+    return Request(call_id, user, parts[0], parts[1], call)

@@ -2,7 +2,9 @@
 
 Implement ``async invoke(user, config, arguments)`` and return a value (a
 string as it is, anything else as JSON) or an async iterator of chunks (each
-sent as it comes). An exception becomes the error reply ``{type: <exception
+sent as it comes). An ``invoke`` with a fourth parameter receives the call's
+`ServiceCall` there (its idempotency key, to act once); which form a class
+uses is read from its signature once. An exception becomes the error reply ``{type: <exception
 class>, message: str(exc)}``; nothing a service raises leaves a caller
 waiting. The same class serves over HTTP and NATS
 (``seamkit tool-service serve module:Class``).
@@ -10,10 +12,11 @@ waiting. The same class serves over HTTP and NATS
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import Any, ClassVar, Literal
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from seamkit.plugins import continue_trace
 
@@ -37,6 +40,13 @@ class DynamicToolService:
     ``description``, ``version`` (semver), ``config_params`` (what tools may
     or must set), ``tools`` (the tools it announces to agents that discover
     it) and ``timeout_seconds`` (the deadline it suggests to callers).
+
+    ``async invoke(user, config, arguments)`` answers one call: ``user``
+    from the agent's request, ``config`` the calling tool's config values,
+    ``arguments`` the model's; it returns a value, or an async iterator of
+    chunks. ``async invoke(user, config, arguments, call)`` also receives
+    the call's `ServiceCall` (``call_id``, ``idempotency_key``,
+    ``attempt``). Both forms type-check as overrides.
     """
 
     id: ClassVar[str] = ""
@@ -45,12 +55,22 @@ class DynamicToolService:
     config_params: ClassVar[Sequence[ConfigParam]] = ()
     tools: ClassVar[Sequence[ServedTool]] = ()
     timeout_seconds: ClassVar[float] = 30.0
+    _takes_call: ClassVar[bool] = False
+    """Whether the class's ``invoke`` takes the fourth parameter (read from
+    its signature when the class is made)."""
 
-    async def invoke(self, user: str, config: dict[str, Any], arguments: dict[str, Any]) -> Any:
-        """Answer one call: ``user`` from the agent's request, ``config`` the
-        calling tool's config values, ``arguments`` the model's. Return a
-        value, or an async iterator of chunks."""
-        raise NotImplementedError(f"{type(self).__name__} does not implement invoke()")
+    if TYPE_CHECKING:
+        # either form of invoke overrides this (three parameters, or four)
+        invoke: Callable[..., Awaitable[Any]]
+    else:
+
+        async def invoke(self, user, config, arguments):
+            """Answer one call (see the class): implement it in a subclass."""
+            raise NotImplementedError(f"{type(self).__name__} does not implement invoke()")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._takes_call = _wants_call(cls.invoke)
 
     async def setup(self) -> None:
         """Called once in each worker before it takes requests."""
@@ -94,7 +114,10 @@ class DynamicToolService:
         call_id = request.id
         try:
             with continue_trace(headers):
-                result = await self.invoke(request.user, request.config, request.arguments)
+                args: tuple[Any, ...] = (request.user, request.config, request.arguments)
+                if self._takes_call:
+                    args = (*args, request.call)
+                result = await self.invoke(*args)
                 if not hasattr(result, "__aiter__"):
                     yield encode_reply(call_id, _text(result))
                     return
@@ -105,6 +128,22 @@ class DynamicToolService:
             yield encode_reply(call_id, error=(type(exc).__name__, str(exc)))
             return
         yield encode_reply(call_id, "")
+
+
+def _wants_call(invoke: Callable[..., Any]) -> bool:
+    """Whether ``invoke`` (as defined on a class, ``self`` first) takes a
+    fourth positional argument: the call's `ServiceCall`."""
+    try:
+        params = list(inspect.signature(invoke).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    count = 0
+    for param in params:
+        if param.kind is param.VAR_POSITIONAL:
+            return True
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count >= 5
 
 
 def _id_of(data: bytes) -> str:

@@ -20,11 +20,11 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any
 
-from seamkit import ActionContext, Secret, Tool, ToolResult, redact, secret_json
+from seamkit import ActionContext, CallInfo, Secret, Tool, ToolResult, redact, secret_json
 from seamkit.plugins import current_trace_headers, secret_texts
 
 from ._config import Argument, ServiceDescriptor, parameters_schema
-from ._envelope import Reply, decode_reply, encode_request
+from ._envelope import Reply, ServiceCall, decode_reply, encode_request
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
@@ -255,7 +255,9 @@ def service_tool(
     timeout_seconds: float | None = None,
 ) -> Tool:
     """A tool that calls ``service`` with ``config`` (the tool's config
-    values) and the model's arguments, which ``arguments`` describe."""
+    values) and the model's arguments, which ``arguments`` describe; the
+    envelope carries the call's id, idempotency key and attempt (from its
+    `seamkit.CallInfo`)."""
     config_text = _dumps_revealed(dict(config))
     config_secrets = tuple(secret_texts(config))
     total = (
@@ -266,13 +268,14 @@ def service_tool(
     message_timeout = min(service.message_timeout, total)
     key = Connections.key(service)
 
-    async def call(values: dict[str, Any], ctx: ActionContext) -> Any:
+    async def call(values: dict[str, Any], ctx: ActionContext, info: CallInfo) -> Any:
         user = ctx.get(USER_PROPERTY, "")
         if isinstance(user, Secret):
             user = user.get_secret_value()
         secrets = config_secrets + ctx.secret_texts
         call_id = f"{_prefix}{next(_counter):x}"
-        payload = encode_request(call_id, str(user), config_text, _dumps(values))
+        about = ServiceCall(info.call_id, info.idempotency_key, info.attempt)
+        payload = encode_request(call_id, str(user), config_text, _dumps(values), call=about)
         transport = connections.get(key)
         started = asyncio.get_running_loop().time()
         request = Call(

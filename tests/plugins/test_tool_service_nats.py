@@ -431,7 +431,7 @@ def test_trace_context_reaches_the_service_in_the_headers(
     assert json.loads(outside)["trace_id"] == "0" * 32  # no context: none leaks over
 
 
-def test_the_envelope_has_exactly_its_four_fields_and_no_trace_context(nats_url: str) -> None:
+def test_the_envelope_has_exactly_its_seven_fields_and_no_trace_context(nats_url: str) -> None:
     tracer = TracerProvider().get_tracer("tests.tool-service-nats")
     seen: list[Msg] = []
 
@@ -449,8 +449,16 @@ def test_the_envelope_has_exactly_its_four_fields_and_no_trace_context(nats_url:
     assert result.content == "ok"
     [msg] = seen
     envelope = json.loads(msg.data)
-    assert set(envelope) == {"id", "user", "config", "arguments"}
-    assert envelope["user"] == "ann"
+    assert set(envelope) == {
+        "id",
+        "user",
+        "config",
+        "arguments",
+        "call_id",
+        "idempotency_key",
+        "attempt",
+    }
+    assert envelope["user"] == "ann" and envelope["attempt"] == 1
     assert json.loads(envelope["arguments"]) == {"q": 1}
     assert json.loads(envelope["config"]) == {}
     assert msg.headers is not None

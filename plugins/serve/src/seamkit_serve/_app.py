@@ -1,4 +1,5 @@
-"""The ASGI app: one seamkit agent behind OpenAI's chat-completions routes.
+"""The ASGI app: one seamkit agent behind OpenAI's chat-completions routes,
+and the route that decides the calls a suspended run waits for.
 
 `create_app` builds a Starlette app; the agent is built when the app starts
 (``/readyz`` answers 200 from then on) and closed when it stops.
@@ -7,45 +8,38 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import seamkit
-from seamkit.plugins import continue_trace, trace_headers
-from seamkit.stream import RunFinished, TextDelta
+from seamkit.plugins import trace_headers
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._config import Keys, ServeConfig
-from ._conversation import SEPARATOR, new_messages, reply_text
-from ._wire import (
-    ApiError,
-    ChatRequest,
-    Limits,
-    chunk,
-    completion,
-    error_body,
-    new_id,
-    parse_request,
-    sse,
-)
+from ._conversation import new_messages
+from ._decisions import parse_decisions
+from ._pending import may_ask, pending_in
+from ._run import SESSION_HEADER, Run, RunInput, error_response
+from ._wire import ApiError, Limits, error_body, parse_request
 
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
 
 log = logging.getLogger("seamkit.serve")
 
-SESSION_HEADER = "x-seamkit-session"
-"""The request header that names a server-side session."""
-
 _SESSION_NAME = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
-_DONE = b"data: [DONE]\n\n"
+_MADE_PREFIX = "run-"
+"""The start of the name of a session the server makes for a request that
+names none, when the app may ask for approval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +120,16 @@ class _Server:
                 )
         return bytes(received)
 
-    def _session(self, request: Request, kid: str) -> str | None:
+    def _shown(self, request: Request) -> str | None:
+        """The session the request names, as the client names it."""
         name = request.headers.get(SESSION_HEADER)
-        if name is None:
-            return None
-        if not _SESSION_NAME.fullmatch(name):
+        if name is not None and not _SESSION_NAME.fullmatch(name):
             raise ApiError(
                 400,
                 f"{SESSION_HEADER} must be 1 to 128 letters, digits and . _ : @ -",
                 param=SESSION_HEADER,
             )
-        return f"{kid}/{name}"  # sessions belong to the key that made them
+        return name
 
     # --- routes ---------------------------------------------------------------
 
@@ -158,167 +151,118 @@ class _Server:
         kid = self._authenticate(request)
         agent = self._ready()
         chat = parse_request(await self._body(request), self.name, self.limits)
-        session = self._session(request, kid)
+        shown = self._shown(request)
         context: dict[str, Any] = {"api_key_id": kid}
         if chat.user is not None:
             context["user"] = chat.user
-        run = _Run(agent, chat, session, self.store, context, trace_headers(request.headers))
-        if session is not None and any(m.role == "assistant" for m in chat.messages):
-            # a 409 before any byte is sent (checked again under the lock); only
-            # messages with a reply of the assistant's can contradict the session
-            await run.check()
-        if chat.stream:
-            headers = {SESSION_HEADER: request.headers[SESSION_HEADER]} if session else None
-            return StreamingResponse(
-                run.events(self.name), media_type="text/event-stream", headers=headers
-            )
-        return await run.whole(self.name)
-
-
-class _Run:
-    """One request's run, answered whole or streamed; ``trace`` is the
-    caller's trace-context headers, which the run continues."""
-
-    def __init__(
-        self,
-        agent: seamkit.Agent,
-        chat: ChatRequest,
-        session: str | None,
-        store: seamkit.SessionStore | None,
-        context: Mapping[str, Any],
-        trace: Mapping[str, str],
-    ) -> None:
-        self.agent = agent
-        self.chat = chat
-        self.session = session
-        self.store = store
-        self.context = context
-        self.trace = trace
-        self.id = new_id()
-
-    async def check(self) -> None:
-        assert self.store is not None and self.session is not None
-        stored = await self.store.load(self.session)
-        new_messages(stored.transcript if stored else (), self.chat.messages)
-
-    def _input(self) -> list[seamkit.Message] | Callable[[tuple[seamkit.Message, ...]], Any]:
-        if self.session is None:
-            return list(self.chat.messages)
-        sent = self.chat.messages
-        return lambda stored: new_messages(stored, sent)
-
-    def _options(self) -> dict[str, Any]:
-        options: dict[str, Any] = {"context": self.context, "defaults": self.chat.defaults}
-        if self.session is None:
-            options["state"] = {}  # no freshness carried between clients' requests
-        else:
-            options["session"] = self.session
-            options["store"] = self.store
-        return options
-
-    async def whole(self, model: str) -> Response:
-        try:
-            with continue_trace(self.trace):
-                result = await self.agent.run(self._input(), **self._options())
-        except ApiError as exc:
-            return _error(exc)
-        except seamkit.SessionBusy as exc:
-            return _error(ApiError(409, exc.message, code="session_busy"))
-        text, finish, failure = _answer(result)
-        if failure is not None:
-            return _error(failure)
-        return JSONResponse(
-            completion(self.id, model, text, finish, result.usage),
-            headers={"x-seamkit-outcome": result.outcome.kind},
+        sent = chat.messages
+        made = shown is None and may_ask(agent)
+        if made:
+            # A run that suspends is continued from the store: this one runs
+            # on a session of its own, kept only if it suspends.
+            shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
+        # a client's session: what the messages sent add to its stored ones
+        given: RunInput = (
+            functools.partial(new_messages, sent=sent) if shown and not made else list(sent)
         )
+        run = Run(
+            agent,
+            self.name,
+            given,
+            self.store,
+            context,
+            trace_headers(request.headers),
+            _pending_first,
+            session=None if shown is None else f"{kid}/{shown}",  # a session is its key's
+            shown=shown,
+            made=made,
+            defaults=chat.defaults,
+            include_usage=chat.include_usage,
+        )
+        return await (run.streamed() if chat.stream else run.whole())
 
-    async def events(self, model: str) -> AsyncIterator[bytes]:
-        """The SSE body. The role chunk goes out with the first text, and the
-        finish, usage and ``[DONE]`` go out as one write: fewer writes, the
-        same events."""
-        pending = sse(chunk(self.id, model, {"role": "assistant", "content": ""}))
-        ending = b""
-        turn_with_text = 0
-        sent_text: list[str] = []
-        stream = self.agent.stream(self._input(), **self._options())
-        try:
-            # the agent's stream starts its run at the first event, in the
-            # context of the moment: the caller's trace context, then
-            with continue_trace(self.trace):
-                event = await anext(stream, None)
-            while event is not None:
-                if isinstance(event, TextDelta) and event.text:
-                    text = event.text
-                    if turn_with_text and event.turn != turn_with_text:
-                        text = SEPARATOR + text
-                    turn_with_text = event.turn
-                    sent_text.append(text)
-                    yield pending + sse(chunk(self.id, model, {"content": text}))
-                    pending = b""
-                elif isinstance(event, RunFinished):
-                    ending = pending + self._end(model, event.result, "".join(sent_text))
-                    pending = b""
-                event = await anext(stream, None)
-            # the agent's stream ends once the session is saved: only then the
-            # [DONE], so a client's next request always finds this one stored
-            yield ending
-        except ApiError as exc:
-            yield pending + sse(exc.body()) + _DONE
-        except seamkit.SessionBusy as exc:
-            busy = error_body(exc.message, "invalid_request_error", code="session_busy")
-            yield pending + sse(busy) + _DONE
-        finally:
-            close = getattr(stream, "aclose", None)  # a client that went away cancels the run
-            if close is not None:
-                await close()
-
-    def _end(self, model: str, result: seamkit.RunResult, so_far: str) -> bytes:
-        """The last events: what the stream has not said yet (a terminal
-        tool's result), the finish, the usage if asked for, ``[DONE]``; or
-        the error of a run that failed."""
-        full, finish, failure = _answer(result)
-        if failure is not None:
-            return sse(failure.body()) + _DONE
-        out = b""
-        if full.startswith(so_far) and full != so_far:  # a terminal tool's result
-            out += sse(chunk(self.id, model, {"content": full[len(so_far) :]}))
-        out += sse(chunk(self.id, model, {}, finish))
-        if self.chat.include_usage:
-            out += sse(chunk(self.id, model, None, used=result.usage))
-        return out + _DONE
-
-
-def _answer(result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
-    """The reply text, the finish reason, or the error a run's outcome gives."""
-    outcome = result.outcome
-    if isinstance(outcome, seamkit.Failed):
-        return "", "stop", ApiError(500, outcome.error, type="server_error", code="run_failed")
-    if isinstance(outcome, seamkit.Cancelled):
-        return "", "stop", ApiError(504, "the run was cancelled", type="server_error")
-    added = _this_run(result.transcript)
-    text = reply_text(added)
-    if result.output and not text.endswith(result.output):
-        text = f"{text}{SEPARATOR}{result.output}" if text else result.output
-    if isinstance(outcome, seamkit.Terminated) and not text:
-        text = outcome.reason
-    return text, "length" if isinstance(outcome, seamkit.MaxTurns) else "stop", None
+    async def decide(self, request: Request) -> Response:
+        """``POST /v1/sessions/{name}/decisions``: decide the calls a
+        session's suspended run waits for, and continue it."""
+        kid = self._authenticate(request)
+        agent = self._ready()
+        shown = str(request.path_params["name"])
+        asked = parse_decisions(await self._body(request), self.limits)
+        session = f"{kid}/{shown}"
+        store = self.store
+        known = store is not None and _SESSION_NAME.fullmatch(shown) is not None
+        stored = await store.load(session) if store is not None and known else None
+        if stored is None:  # another key's session is no session here
+            raise ApiError(
+                404,
+                f"there is no session {shown!r} for this API key",
+                param="name",
+                code="session_not_found",
+            )
+        pending = pending_in(stored.state)
+        order = list(asked.decisions)
+        for call in pending:  # a reject's digest, which the kernel does not take, checked here
+            given = asked.rejected.get(call.call_id)
+            if given is not None and given != call.digest:
+                raise ApiError(
+                    409,
+                    f"the digest given for call {call.call_id!r} does not match its arguments "
+                    f"(pending digest {call.digest}); nothing was run",
+                    param=f"decisions[{order.index(call.call_id)}]",
+                    code="decision_refused",
+                )
+        context: dict[str, Any] = {"api_key_id": kid}
+        if asked.user is not None:
+            context["user"] = asked.user
+        # no decisions: continue a run a crash cut short, or say again what waits
+        decisions = seamkit.Decisions(dict(asked.decisions), by=kid) if asked.decisions else None
+        run = Run(
+            agent,
+            self.name,
+            decisions,
+            self.store,
+            context,
+            trace_headers(request.headers),
+            lambda exc: _decision_refused(exc, kid, order),
+            session=session,
+            shown=shown,
+            continues=frozenset(p.call_id for p in pending),
+            include_usage=asked.include_usage,
+        )
+        return await (run.streamed() if asked.stream else run.whole())
 
 
-def _this_run(transcript: tuple[seamkit.Message, ...]) -> list[seamkit.Message]:
-    """The messages after the last user message: what this run added."""
-    for i in range(len(transcript) - 1, -1, -1):
-        if transcript[i].role == "user":
-            return list(transcript[i + 1 :])
-    return list(transcript)
+def _shown_message(exc: seamkit.ResumeError, kid: str) -> str:
+    """The kernel's message, naming sessions as the client does."""
+    return exc.message.replace(f"{kid}/", "")
 
 
-def _error(exc: ApiError) -> Response:
-    return JSONResponse(exc.body(), status_code=exc.status)
+def _pending_first(exc: seamkit.ResumeError) -> ApiError:
+    """A chat message to a session whose calls wait for a decision (or whose
+    run a crash cut short): a 409 that says to decide them (or continue it)
+    first, and where."""
+    session = exc.session or ""
+    kid, _, shown = session.partition("/")
+    return ApiError(
+        409,
+        f"{_shown_message(exc, kid)}, with POST /v1/sessions/{shown}/decisions",
+        param="messages",
+        code="calls_pending",
+    )
+
+
+def _decision_refused(exc: seamkit.ResumeError, kid: str, order: list[str]) -> ApiError:
+    """A decision the session's pending calls refuse: a 409; nothing ran."""
+    message = _shown_message(exc, kid)
+    if exc.hint:
+        message = f"{message} ({exc.hint})"
+    param = f"decisions[{order.index(exc.call_id)}]" if exc.call_id in order else None
+    return ApiError(409, message, param=param, code="decision_refused")
 
 
 async def _api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
-    return _error(exc)
+    return error_response(exc)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -335,6 +279,7 @@ def create_app(options: ServerOptions) -> Starlette:
     server = _Server(options)
     routes = [
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/sessions/{name}/decisions", server.decide, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/healthz", server.healthz, methods=["GET"]),
         Route("/readyz", server.readyz, methods=["GET"]),

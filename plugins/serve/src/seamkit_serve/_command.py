@@ -44,7 +44,8 @@ def serve_command(
     app: str, host: str, port: int, workers: int, store: str | None, model_spec: str | None
 ) -> None:
     """Serve APP as an OpenAI-compatible endpoint: POST /v1/chat/completions,
-    GET /v1/models, /healthz and /readyz."""
+    GET /v1/models, /healthz and /readyz; POST /v1/sessions/NAME/decisions
+    decides the calls a suspended run waits for."""
     config = seamkit.AppConfig.load(app)
     asyncio.run(_check(app, store, model_spec))  # a broken app fails here, clearly
     section = config.section("serve")

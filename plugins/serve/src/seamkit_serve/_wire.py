@@ -246,10 +246,16 @@ def usage(result: seamkit.Usage) -> dict[str, int]:
 
 
 def completion(
-    id: str, model: str, text: str, finish: str, used: seamkit.Usage
+    id: str,
+    model: str,
+    text: str,
+    finish: str,
+    used: seamkit.Usage,
+    extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
-    """A whole ``chat.completion``."""
-    return {
+    """A whole ``chat.completion``; ``extra``, when given, is its ``seamkit``
+    field (what a suspended run waits for)."""
+    body: dict[str, object] = {
         "id": id,
         "object": "chat.completion",
         "created": int(time.time()),
@@ -264,6 +270,9 @@ def completion(
         ],
         "usage": usage(used),
     }
+    if extra is not None:
+        body["seamkit"] = extra
+    return body
 
 
 def chunk(
@@ -272,9 +281,12 @@ def chunk(
     delta: dict[str, object] | None,
     finish: str | None = None,
     used: seamkit.Usage | None = None,
+    *,
+    extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """One ``chat.completion.chunk``: a delta (``None`` for the usage chunk,
-    whose ``choices`` is empty)."""
+    whose ``choices`` is empty); ``extra``, when given, is its ``seamkit``
+    field."""
     body: dict[str, object] = {
         "id": id,
         "object": "chat.completion.chunk",
@@ -286,6 +298,8 @@ def chunk(
     }
     if used is not None:
         body["usage"] = usage(used)
+    if extra is not None:
+        body["seamkit"] = extra
     return body
 
 

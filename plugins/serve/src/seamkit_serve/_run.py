@@ -1,0 +1,277 @@
+"""One request's run, answered whole or streamed: a chat completion's, or the
+continuation a decisions request asks for.
+
+A stream's headers go out with the run's first event: a run refused before
+it starts (a conflicting history, a busy session, calls that wait for a
+decision) is an HTTP error, streamed or not. A run that ends ``suspended``
+answers with a text naming what waits, and ``seamkit: {outcome, session,
+pending}`` beside the choices (on a stream, in the chunk that carries the
+finish reason).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import seamkit
+from seamkit.plugins import continue_trace
+from seamkit.stream import Event, RunFinished, TextDelta
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from ._conversation import SEPARATOR, reply_text
+from ._pending import described, notice, waiting
+from ._wire import ApiError, chunk, completion, new_id, sse
+
+__all__ = ["OUTCOME_HEADER", "SESSION_HEADER", "Run", "RunInput", "added", "error_response"]
+
+log = logging.getLogger("seamkit.serve")
+
+SESSION_HEADER = "x-seamkit-session"
+"""The header that names a server-side session, in a request and an answer."""
+
+OUTCOME_HEADER = "x-seamkit-outcome"
+"""The header of a whole answer that says how its run ended."""
+
+_DONE = b"data: [DONE]\n\n"
+
+RunInput = (
+    None
+    | seamkit.Decisions
+    | list[seamkit.Message]
+    | Callable[[tuple[seamkit.Message, ...]], list[seamkit.Message]]
+)
+"""What a run answers: decisions, the client's messages, what a client's
+messages add to its session's stored transcript, or nothing (a run that
+continues)."""
+Refusal = Callable[[seamkit.ResumeError], ApiError]
+"""How a request refuses a run that cannot continue as asked."""
+
+
+def error_response(exc: ApiError) -> Response:
+    """``exc`` as an answer in OpenAI's error shape."""
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+@dataclass(slots=True)
+class Run:
+    """One request's run.
+
+    ``session`` is the store's name (``<api_key_id>/<NAME>``) and ``shown``
+    the client's (``NAME``); ``made`` marks a session the server made for a
+    request that named none, which is deleted after the run unless the run
+    suspended. ``continues`` holds the ids of the calls a decisions request
+    decided: what the run adds starts after the turn that made them.
+    ``refused`` turns a `seamkit.ResumeError` into the answer's error;
+    ``trace`` is the caller's trace-context headers, which the run continues.
+    """
+
+    agent: seamkit.Agent
+    model: str
+    input: RunInput
+    store: seamkit.SessionStore | None
+    context: Mapping[str, Any]
+    trace: Mapping[str, str]
+    refused: Refusal
+    session: str | None = None
+    shown: str | None = None
+    made: bool = False
+    continues: frozenset[str] = frozenset()
+    defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
+    include_usage: bool = False
+    id: str = field(default_factory=new_id)
+
+    def _options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"context": self.context, "defaults": self.defaults}
+        if self.session is None:
+            options["state"] = {}  # no freshness carried between clients' requests
+        else:
+            options["session"] = self.session
+            options["store"] = self.store
+        return options
+
+    def _refusal(self, exc: Exception) -> ApiError | None:
+        """The answer to a run refused before it started, if ``exc`` is one."""
+        if isinstance(exc, ApiError):
+            return exc
+        if isinstance(exc, seamkit.SessionBusy):
+            return ApiError(409, exc.message, code="session_busy")
+        if isinstance(exc, seamkit.ResumeError):
+            return self.refused(exc)
+        return None
+
+    def _headers(self, kept: bool) -> dict[str, str]:
+        return {SESSION_HEADER: self.shown} if self.shown and kept else {}
+
+    async def _forget(self) -> None:
+        """Delete the session the server made for this run (once)."""
+        if not (self.made and self.session and self.store):
+            return
+        self.made = False
+        try:
+            await self.store.delete(self.session)
+        except seamkit.SeamkitError as exc:
+            log.warning("could not delete the run's own session: %s", exc.message)
+
+    # --- whole ------------------------------------------------------------------
+
+    async def whole(self) -> Response:
+        """The answer as one ``chat.completion``."""
+        try:
+            with continue_trace(self.trace):
+                result = await self.agent.run(self.input, **self._options())
+        except Exception as exc:
+            await self._forget()
+            refusal = self._refusal(exc)
+            if refusal is None:
+                raise
+            return error_response(refusal)
+        suspended = isinstance(result.outcome, seamkit.Suspended)
+        kept = suspended or not self.made
+        if not suspended:
+            await self._forget()  # gone before the answer: a client never finds it
+        text, finish, failure = self._answer(result)
+        if failure is not None:
+            return error_response(failure)
+        headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(kept)}
+        body = completion(self.id, self.model, text, finish, result.usage, self._extra(result))
+        return JSONResponse(body, headers=headers)
+
+    # --- streamed ---------------------------------------------------------------
+
+    async def streamed(self) -> Response:
+        """The answer as server-sent events; an error answer when the run is
+        refused before its first event."""
+        stream = self.agent.stream(self.input, **self._options())
+        try:
+            # the agent's stream starts its run at the first event, in the
+            # context of the moment: the caller's trace context, then
+            with continue_trace(self.trace):
+                first = await anext(stream, None)
+        except Exception as exc:
+            await _close(stream)
+            await self._forget()
+            refusal = self._refusal(exc)
+            if refusal is None:
+                raise
+            return error_response(refusal)
+        return StreamingResponse(
+            self._events(stream, first),
+            media_type="text/event-stream",
+            headers=self._headers(True),  # the outcome is not known yet
+        )
+
+    async def _events(
+        self, stream: AsyncIterator[Event], event: Event | None
+    ) -> AsyncIterator[bytes]:
+        """The SSE body. The role chunk goes out with the first text, and the
+        finish, usage and ``[DONE]`` go out as one write: fewer writes, the
+        same events."""
+        pending = sse(chunk(self.id, self.model, {"role": "assistant", "content": ""}))
+        ending = b""
+        turn_with_text = 0
+        sent_text: list[str] = []
+        kept = False
+        try:
+            while event is not None:
+                if isinstance(event, TextDelta) and event.text:
+                    text = event.text
+                    if turn_with_text and event.turn != turn_with_text:
+                        text = SEPARATOR + text
+                    turn_with_text = event.turn
+                    sent_text.append(text)
+                    yield pending + sse(chunk(self.id, self.model, {"content": text}))
+                    pending = b""
+                elif isinstance(event, RunFinished):
+                    kept = isinstance(event.result.outcome, seamkit.Suspended)
+                    ending = pending + self._end(event.result, "".join(sent_text))
+                    pending = b""
+                event = await anext(stream, None)
+            # the agent's stream ends once the session is saved: only then the
+            # [DONE], so a client's next request always finds this one stored
+            # (and never the session the server made for a run that did not
+            # suspend)
+            if not kept:
+                await self._forget()
+            yield ending
+        except Exception as exc:
+            refusal = self._refusal(exc)
+            if refusal is None:
+                raise
+            yield pending + sse(refusal.body()) + _DONE
+        finally:
+            await _close(stream)  # a client that went away cancels the run
+            if not kept:
+                await self._forget()
+
+    def _end(self, result: seamkit.RunResult, so_far: str) -> bytes:
+        """The last events: what the stream has not said yet (a terminal
+        tool's result, what waits for approval), the finish (with
+        ``seamkit`` when the run suspended), the usage if asked for,
+        ``[DONE]``; or the error of a run that failed."""
+        full, finish, failure = self._answer(result)
+        if failure is not None:
+            return sse(failure.body()) + _DONE
+        out = b""
+        if full.startswith(so_far) and full != so_far:
+            out += sse(chunk(self.id, self.model, {"content": full[len(so_far) :]}))
+        out += sse(chunk(self.id, self.model, {}, finish, extra=self._extra(result)))
+        if self.include_usage:
+            out += sse(chunk(self.id, self.model, None, used=result.usage))
+        return out + _DONE
+
+    # --- the answer -------------------------------------------------------------
+
+    def _answer(self, result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
+        """The reply text, the finish reason, or the error a run's outcome gives."""
+        outcome = result.outcome
+        if isinstance(outcome, seamkit.Failed):
+            return "", "stop", ApiError(500, outcome.error, type="server_error", code="run_failed")
+        if isinstance(outcome, seamkit.Cancelled):
+            return "", "stop", ApiError(504, "the run was cancelled", type="server_error")
+        text = reply_text(added(result.transcript, self.continues))
+        if result.output and not text.endswith(result.output):
+            text = f"{text}{SEPARATOR}{result.output}" if text else result.output
+        if isinstance(outcome, seamkit.Terminated) and not text:
+            text = outcome.reason
+        if isinstance(outcome, seamkit.Suspended):
+            said = notice(waiting(outcome.pending), self.agent.redactor)
+            text = f"{text}{SEPARATOR}{said}" if text else said
+        return text, "length" if isinstance(outcome, seamkit.MaxTurns) else "stop", None
+
+    def _extra(self, result: seamkit.RunResult) -> dict[str, object] | None:
+        """The ``seamkit`` field of a suspended run's answer."""
+        outcome = result.outcome
+        if not isinstance(outcome, seamkit.Suspended):
+            return None
+        return {
+            "outcome": outcome.kind,
+            "session": self.shown,
+            "pending": described(waiting(outcome.pending), self.agent.redactor),
+        }
+
+
+def added(
+    transcript: Sequence[seamkit.Message], continues: frozenset[str] = frozenset()
+) -> list[seamkit.Message]:
+    """What a run added to ``transcript``: the messages after the model turn
+    that made the calls it ``continues``, or else after the last user message."""
+    if continues:
+        for i in range(len(transcript) - 1, -1, -1):
+            message = transcript[i]
+            if message.role == "assistant" and any(
+                call.id in continues for call in message.tool_calls or ()
+            ):
+                return list(transcript[i + 1 :])
+    for i in range(len(transcript) - 1, -1, -1):
+        if transcript[i].role == "user":
+            return list(transcript[i + 1 :])
+    return list(transcript)
+
+
+async def _close(stream: AsyncIterator[Event]) -> None:
+    close = getattr(stream, "aclose", None)
+    if close is not None:
+        await close()

@@ -418,16 +418,8 @@ def test_a_malformed_decision_is_a_422_naming_what_is_wrong(
     assert not_json.status_code == 400 and "not JSON" in not_json.text
 
 
-def test_the_serve_plugin_reads_pending_calls_where_the_kernel_keeps_them() -> None:
-    from seamkit._engine._resume import PENDING_KEY  # the kernel's key, held against serve's
-    from seamkit_serve._pending import PENDING_KEY as SERVED
-
-    assert SERVED == PENDING_KEY
-
-
 def test_decisions_one_call_at_a_time_say_who_decided(tmp_path: Path) -> None:
     from seamkit_serve._config import key_id  # who decided, as the server names the key
-    from seamkit_serve._pending import pending_in  # the decision as the session stores it
 
     script = tmp_path / "two_script.yaml"
     script.write_text(
@@ -459,7 +451,7 @@ def test_decisions_one_call_at_a_time_say_who_decided(tmp_path: Path) -> None:
         assert two.ran() == []  # the batch waits for every decision
         stored = two.stored(session)
         assert stored is not None
-        decided = {p.call_id: p.decision for p in pending_in(stored.state)}
+        decided = {p.call_id: p.decision for p in stored.pending}
         assert decided[second["call_id"]] is None
         by_a = decided[first["call_id"]]
         assert by_a is not None and by_a.by == key_id(KEY_A)  # the key's id, never the key

@@ -23,13 +23,12 @@ from typing import TypeVar
 import click
 
 from .._engine._parts import open_store
-from .._engine._resume import PENDING_KEY
 from .._errors import SessionBusy, SessionError
 from .._loader import get_registry
 from .._manifest import AppConfig
 from .._persistence._journal import JournalEntry, JournalStore
 from .._persistence._recovery import read_session_document, session_document, store_location
-from .._persistence._sessions import RawSessionReader, SessionStore, StoredSession
+from .._persistence._sessions import PENDING_KEY, RawSessionReader, SessionStore, StoredSession
 from .._types import Message
 from ._session_calls import session_calls
 

@@ -29,6 +29,7 @@ from .._approval import Approve, Decision, Decisions, Edit, PendingCall, Reject,
 from .._context import ActionContext
 from .._errors import InvalidToolCall, ResumeError
 from .._persistence._journal import JournalEntry
+from .._persistence._sessions import PENDING_KEY, StoredSession
 from .._secret import Secret, secret_json
 from .._toolmap import ToolMap
 from .._types import Message, ToolCall, Usage
@@ -46,8 +47,6 @@ __all__ = [
     "unseal",
 ]
 
-PENDING_KEY = "seamkit.pending"
-"""Where a session's state keeps its pending calls (hooks never see it)."""
 
 EXPIRED = "approval expired"
 SEALED_DAYS = 7
@@ -62,10 +61,7 @@ _DECISION: TypeAdapter[Decision] = TypeAdapter(
 
 def pending_of(state: Mapping[str, Any]) -> list[PendingCall]:
     """The pending calls a session's state keeps (``[]``: none)."""
-    raw = state.get(PENDING_KEY)
-    if not raw:
-        return []
-    return _PENDING.validate_python(raw)
+    return list(StoredSession(state=state).pending)
 
 
 def with_pending(state: Mapping[str, Any], pending: Sequence[PendingCall]) -> dict[str, Any]:

@@ -39,12 +39,15 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import filelock
+from pydantic import TypeAdapter
 
+from .._approval import PendingCall
 from .._errors import SessionBusy, SessionError
 from .._types import Message
 from ._journal import JournalEntry
 
 __all__ = [
+    "PENDING_KEY",
     "RawSession",
     "RawSessionReader",
     "SQLiteSessionStore",
@@ -85,6 +88,13 @@ _UPSERT = (
 )
 
 
+PENDING_KEY = "seamkit.pending"
+"""Where a session's state keeps the calls that wait for a decision (the
+kernel hides it from hooks; `StoredSession.pending` reads it)."""
+
+_PENDING = TypeAdapter(tuple[PendingCall, ...])
+
+
 @dataclass(frozen=True, slots=True)
 class StoredSession:
     """One stored session: its whole ``transcript`` and its ``state``, a small
@@ -92,6 +102,14 @@ class StoredSession:
 
     transcript: tuple[Message, ...] = ()
     state: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        """The calls of the session's suspended run that wait for a decision
+        (decided ones that did not run yet included); ``()`` when none does.
+        Decisions a journal stored since are not applied here."""
+        raw = self.state.get(PENDING_KEY)
+        return _PENDING.validate_python(raw) if raw else ()
 
     @classmethod
     def parse(
@@ -337,7 +355,8 @@ class SQLiteSessionStore:
             )
 
     def _journal_read(self, name: str) -> list[JournalEntry]:
-        if self._read_only is not None:  # (`seamkit sessions export` of a read-only store)
+        if self._durable is None and self._why_read_only() is not None:
+            # (`seamkit sessions export` of a store it cannot write)
             reading: AbstractContextManager[sqlite3.Connection] = closing(self._connect())
         else:
             reading = self._durably(f"read the journal of {name!r} in")

@@ -28,7 +28,7 @@ from starlette.routing import Route
 from ._config import Keys, ServeConfig
 from ._conversation import new_messages
 from ._decisions import parse_decisions
-from ._pending import may_ask, pending_in
+from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._wire import ApiError, Limits, error_body, parse_request
 
@@ -199,7 +199,7 @@ class _Server:
                 param="name",
                 code="session_not_found",
             )
-        pending = pending_in(stored.state)
+        pending = list(stored.pending)
         order = list(asked.decisions)
         for call in pending:  # a reject's digest, which the kernel does not take, checked here
             given = asked.rejected.get(call.call_id)

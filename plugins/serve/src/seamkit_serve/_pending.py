@@ -1,7 +1,6 @@
 """Calls that wait for a person, as the server tells its clients of them:
-which apps may suspend a run at all (`may_ask`), the pending calls a stored
-session keeps (`pending_in`), and the text and JSON an answer carries
-(`notice`, `described`)."""
+which apps may suspend a run at all (`may_ask`), and the text and JSON an
+answer carries (`notice`, `described`)."""
 
 from __future__ import annotations
 
@@ -9,15 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import seamkit
-from pydantic import TypeAdapter
 
-__all__ = ["PENDING_KEY", "described", "may_ask", "notice", "pending_in", "waiting"]
-
-PENDING_KEY = "seamkit.pending"
-"""Where the kernel keeps a session's pending calls in its stored state (the
-kernel's ``_engine._resume.PENDING_KEY``; a test holds the two equal)."""
-
-_PENDING = TypeAdapter(list[seamkit.PendingCall])
+__all__ = ["described", "may_ask", "notice", "waiting"]
 
 
 def may_ask(agent: seamkit.Agent) -> bool:
@@ -27,13 +19,6 @@ def may_ask(agent: seamkit.Agent) -> bool:
     if agent.hooks_at("on_pre_tool_use"):
         return True
     return any(tool.approval.mode != "never" for tool in agent.tools.values())
-
-
-def pending_in(state: Mapping[str, Any]) -> list[seamkit.PendingCall]:
-    """The pending calls a session's stored state keeps (decided ones that
-    have not run yet included); ``[]`` when none waits."""
-    raw = state.get(PENDING_KEY)
-    return _PENDING.validate_python(raw) if raw else []
 
 
 def waiting(pending: Sequence[seamkit.PendingCall]) -> list[seamkit.PendingCall]:

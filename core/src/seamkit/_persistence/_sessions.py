@@ -163,7 +163,13 @@ class RawSessionReader(Protocol):
 @runtime_checkable
 class SessionStore(Protocol):
     """Where sessions live. Implement it to keep them elsewhere (a plugin
-    registers a URL scheme for it with ``register_session_stores``)."""
+    registers a URL scheme for it with ``register_session_stores``).
+
+    A store that also implements the journal methods (`seamkit.JournalStore`:
+    ``journal_append``, ``journal_read``, and a ``save`` that drops the
+    session's journal in the same transaction) gives its runs exactly-once
+    effects across a crash; one without them still works, at-least-once.
+    ``seamkit.testing.check_session_store`` checks both."""
 
     async def load(self, name: str) -> StoredSession | None:
         """The session ``name``, or ``None`` when there is none."""

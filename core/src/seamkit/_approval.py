@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ._errors import ToolDefinitionError
 
@@ -131,7 +131,9 @@ class PendingCall(BaseModel):
     hook: str | None = None
     digest: str
     requested_at: datetime
-    decision: Approve | Reject | Edit | None = None
+    # Chosen by its ``action``: tried in turn, Edit's own __init__ would
+    # raise (not fail validation) on an Approve's fields.
+    decision: Annotated[Approve | Reject | Edit, Field(discriminator="action")] | None = None
 
 
 ApprovalSetting = bool | Literal["always", "never"] | Mapping[str, Any]

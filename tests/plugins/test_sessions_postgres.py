@@ -290,7 +290,11 @@ def test_tables_are_created_on_first_use_even_by_many_stores_at_once(
         "SELECT table_name FROM information_schema.tables "
         "WHERE table_name LIKE 'seamkit_%%' ORDER BY table_name",
     )
-    assert tables == [("seamkit_session_locks",), ("seamkit_sessions",)]
+    assert tables == [
+        ("seamkit_session_journal",),
+        ("seamkit_session_locks",),
+        ("seamkit_sessions",),
+    ]
     assert len(asyncio.run(PostgresSessionStore(url).list())) == 8
 
 
@@ -305,6 +309,12 @@ def test_the_documented_schema_is_the_one_the_store_creates(
         "WHERE table_name LIKE 'seamkit_%%' ORDER BY table_name, ordinal_position",
     )
     assert columns == [
+        ("seamkit_session_journal", "seq", "bigint"),
+        ("seamkit_session_journal", "name", "text"),
+        ("seamkit_session_journal", "run_id", "text"),
+        ("seamkit_session_journal", "kind", "text"),
+        ("seamkit_session_journal", "call_id", "text"),
+        ("seamkit_session_journal", "data", "json"),
         ("seamkit_session_locks", "name", "text"),
         ("seamkit_session_locks", "holder", "text"),
         ("seamkit_session_locks", "expires_at", "timestamp with time zone"),

@@ -7,7 +7,9 @@ relative path is relative to the working directory, see
 ``--app`` (relative to the manifest), else ``sessions.sqlite`` in seamkit's
 data directory. ``export`` and ``import``
 speak the JSON of a recovery file, so a transcript a failed save left behind
-goes back with ``seamkit sessions import FILE``."""
+goes back with ``seamkit sessions import FILE``; they carry a session's
+pending calls (in its state) and the journal of a run that did not finish,
+which ``show`` lists as pending and in-doubt calls."""
 
 from __future__ import annotations
 
@@ -21,12 +23,15 @@ from typing import TypeVar
 import click
 
 from .._engine._parts import open_store
-from .._errors import SessionError
+from .._engine._resume import PENDING_KEY
+from .._errors import SessionBusy, SessionError
 from .._loader import get_registry
 from .._manifest import AppConfig
+from .._persistence._journal import JournalEntry, JournalStore
 from .._persistence._recovery import read_session_document, session_document, store_location
 from .._persistence._sessions import RawSessionReader, SessionStore, StoredSession
 from .._types import Message
+from ._session_calls import session_calls
 
 __all__ = ["command_line_store", "sessions_command"]
 
@@ -103,12 +108,31 @@ def _missing(held: SessionStore, name: str) -> SessionError:
     )
 
 
-async def _load(held: SessionStore, name: str) -> StoredSession:
-    """The session ``name``; `SessionError` when there is none."""
+async def _journal(held: SessionStore, name: str) -> list[JournalEntry]:
+    """The journal of ``name`` (``[]`` when the store keeps none)."""
+    return await held.journal_read(name) if isinstance(held, JournalStore) else []
+
+
+async def _load(held: SessionStore, name: str) -> tuple[StoredSession, list[JournalEntry]]:
+    """The session ``name`` and its journal; `SessionError` when there is
+    neither (a session whose first run stopped short has only a journal)."""
     found = await held.load(name)
-    if found is None:
+    journal = await _journal(held, name)
+    if found is None and not journal:
         raise _missing(held, name)
-    return found
+    return found or StoredSession(), journal
+
+
+async def _running(held: SessionStore, name: str) -> bool | None:
+    """Whether a run holds the session ``name`` now (``None``: the store
+    cannot tell, a read-only one say)."""
+    try:
+        async with held.lock(name, 0.0):
+            return False
+    except SessionBusy:
+        return True
+    except SessionError:
+        return None
 
 
 @click.group("sessions")
@@ -163,13 +187,33 @@ def list_command(app: str | None, store: str | None, as_json: bool) -> None:
 @sessions_command.command("show")
 @click.argument("name")
 @_store_options
-def show_command(name: str, app: str | None, store: str | None) -> None:
-    """Print the transcript of session NAME, one message after another."""
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def show_command(name: str, app: str | None, store: str | None, as_json: bool) -> None:
+    """Print the transcript of session NAME, one message after another, then
+    its calls waiting for a decision (pending) and the calls a run that
+    stopped short started without recording their result (in doubt)."""
 
-    async def load(held: SessionStore) -> tuple[str, StoredSession]:
-        return store_location(held), await _load(held, name)
+    async def load(
+        held: SessionStore,
+    ) -> tuple[str, StoredSession, list[JournalEntry], bool | None]:
+        found, journal = await _load(held, name)
+        running = await _running(held, name) if journal else False
+        return store_location(held), found, journal, running
 
-    location, found = _with_store(app, store, load)
+    location, found, journal, running = _with_store(app, store, load)
+    calls = session_calls(found.state, journal)
+    state = {k: v for k, v in found.state.items() if k != PENDING_KEY}
+    if as_json:
+        document = {
+            "session": name,
+            "store": location,
+            "transcript": [m.model_dump(mode="json", exclude_none=True) for m in found.transcript],
+            "state": state,
+            **calls.as_json(),
+            "running": running,
+        }
+        click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+        return
     count = len(found.transcript)
     click.secho(
         f"session {name!r} in {location}: {count} message{'' if count == 1 else 's'}",
@@ -177,8 +221,10 @@ def show_command(name: str, app: str | None, store: str | None) -> None:
     )
     for line in _transcript_lines(found.transcript):
         click.echo(line)
-    if found.state:
-        click.secho(f"state: {json.dumps(dict(found.state), ensure_ascii=False)}", dim=True)
+    if state:
+        click.secho(f"state: {json.dumps(state, ensure_ascii=False)}", dim=True)
+    for line in calls.lines(name, running):
+        click.echo(line)
 
 
 @sessions_command.command("export")
@@ -199,13 +245,14 @@ def show_command(name: str, app: str | None, store: str | None) -> None:
 def export_command(
     name: str, app: str | None, store: str | None, output: str | None, raw: bool
 ) -> None:
-    """Print session NAME as JSON ({session, transcript, state}), the form
+    """Print session NAME as JSON ({session, transcript, state}, and journal:
+    the record of a run that did not finish, when there is one), the form
     `seamkit sessions import` reads."""
 
     async def export(held: SessionStore) -> dict[str, object]:
         if not raw:
-            found = await _load(held, name)
-            return session_document(name, found.transcript, found.state)
+            found, journal = await _load(held, name)
+            return session_document(name, found.transcript, found.state, journal=journal)
         if not isinstance(held, RawSessionReader):
             raise SessionError(
                 f"the store {store_location(held)} cannot export its rows as they are",
@@ -214,11 +261,19 @@ def export_command(
         row = await held.load_raw(name)
         if row is None:
             raise _missing(held, name)
-        return {
+        document: dict[str, object] = {
             "session": name,
             "transcript": _json_or_text(row.transcript),
             "state": _json_or_text(row.state),
         }
+        try:
+            journal = await _journal(held, name)
+        except SessionError as exc:  # keep what can be kept: the row above
+            click.echo(f"warning: the journal is left out: {exc.message}", err=True)
+            journal = []
+        if journal:
+            document["journal"] = [entry.model_dump(mode="json") for entry in journal]
+        return document
 
     document = _with_store(app, store, export)
     text = json.dumps(document, indent=2, ensure_ascii=False)
@@ -245,18 +300,27 @@ def import_command(
     file: str, app: str | None, store: str | None, name: str | None, replace: bool
 ) -> None:
     """Put a session from FILE (an export, or a recovery file a failed save
-    wrote) into the store. A stored session is replaced only when FILE
-    continues its transcript, or with --replace."""
+    wrote) into the store, with the journal of its unfinished run when FILE
+    has one. A stored session is replaced only when FILE continues its
+    transcript, or with --replace."""
     try:
         text = Path(file).read_text(encoding="utf-8")
     except OSError as exc:
         raise SessionError(f"cannot read {file}: {exc.strerror or exc}") from None
-    named, session = read_session_document(text, file)
-    target = name or named
+    document = read_session_document(text, file)
+    session, journal = document.session, document.journal
+    target = name or document.name
     if not target:
         raise SessionError(f"{file} names no session", hint="give one with --name NAME")
 
     async def put(held: SessionStore) -> str:
+        if journal and not isinstance(held, JournalStore):
+            raise SessionError(
+                f"{file} holds the journal of a run that did not finish ({len(journal)} "
+                f"entries), and the store {store_location(held)} keeps no journal",
+                hint="import it into a store that keeps one (SQLite, PostgreSQL); or, to "
+                "give up that run's record, remove the file's \"journal\" key",
+            )
         async with held.lock(target, _LOCK_WAIT):
             try:
                 stored = await held.load(target)
@@ -273,12 +337,16 @@ def import_command(
                         hint="--replace to overwrite it, or --name OTHER to import beside it",
                     )
             await held.save(target, session.transcript, session.state)
+            if journal and isinstance(held, JournalStore):  # after the save, which drops one
+                await held.journal_append(target, journal)
         return store_location(held)
 
     location = _with_store(app, store, put)
     count = len(session.transcript)
+    carried = f" and {len(journal)} journal entr{'y' if len(journal) == 1 else 'ies'}"
     click.echo(
-        f"session {target!r} in {location}: {count} message{'' if count == 1 else 's'} imported",
+        f"session {target!r} in {location}: {count} message{'' if count == 1 else 's'}"
+        f"{carried if journal else ''} imported",
         err=True,
     )
 

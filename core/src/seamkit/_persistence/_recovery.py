@@ -3,8 +3,10 @@ cannot save it, so that no user input is lost; and the JSON form of a
 session that ``seamkit sessions export`` writes and ``import`` reads.
 
 A session document is ``{"session": NAME, "transcript": [...], "state":
-{...}}``; a recovery file is one plus ``store``, ``reason`` and
-``saved_at``. Recovery files go to ``recovery/`` in seamkit's data directory
+{...}}``, plus ``"journal": [...]`` when the session has an unfinished run
+(its `JournalEntry` records; a session's pending calls are in its state); a
+recovery file is one plus ``store``, ``reason`` and ``saved_at``. Recovery
+files go to ``recovery/`` in seamkit's data directory
 (``$SEAMKIT_HOME``, else the user's data directory), or to
 ``seamkit-recovery/`` in the temporary directory when that cannot be written
 (the disk that filled up, say). Only their owner may read them.
@@ -22,15 +24,20 @@ import secrets
 import stat
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from .._errors import SeamkitError, SessionError, SessionNotSaved
 from .._types import Message
+from ._journal import JournalEntry
 from ._sessions import SessionStore, StoredSession, default_store_path
 
 __all__ = [
+    "SessionDocument",
     "read_session_document",
     "recovery_dirs",
     "save_or_recover",
@@ -43,22 +50,40 @@ log = logging.getLogger("seamkit.sessions")
 
 
 def session_document(
-    name: str, transcript: Sequence[Message], state: Mapping[str, Any], **extra: str | None
+    name: str,
+    transcript: Sequence[Message],
+    state: Mapping[str, Any],
+    *,
+    journal: Sequence[JournalEntry] = (),
+    **extra: str | None,
 ) -> dict[str, object]:
-    """The JSON form of a session, as ``seamkit sessions export`` writes it
-    (``extra`` keys go after the session's own)."""
-    return {
+    """The JSON form of a session, as ``seamkit sessions export`` writes it:
+    ``journal`` only when there is one; ``extra`` keys go after the
+    session's own."""
+    document: dict[str, object] = {
         "session": name,
         "transcript": [m.model_dump(mode="json", exclude_none=True) for m in transcript],
         "state": dict(state),
-        **extra,
     }
+    if journal:
+        document["journal"] = [entry.model_dump(mode="json") for entry in journal]
+    return {**document, **extra}
 
 
-def read_session_document(text: str, source: str) -> tuple[str | None, StoredSession]:
-    """The session name (when the document has one) and the session of an
-    export or a recovery file; `SessionError` naming ``source`` when it is
-    neither."""
+@dataclass(frozen=True, slots=True)
+class SessionDocument:
+    """A session document read back: its ``name`` (``None`` when it names
+    none), the ``session``, and the ``journal`` of its unfinished run
+    (empty: none)."""
+
+    name: str | None
+    session: StoredSession
+    journal: tuple[JournalEntry, ...] = ()
+
+
+def read_session_document(text: str, source: str) -> SessionDocument:
+    """The session of an export or a recovery file; `SessionError` naming
+    ``source`` (and the journal entry) when it is neither."""
     hint = "give a file that `seamkit sessions export` or a failed save wrote"
     try:
         data = json.loads(text)
@@ -75,7 +100,26 @@ def read_session_document(text: str, source: str) -> tuple[str | None, StoredSes
         json.dumps(data.get("state", {})),
         location=source,
     )
-    return name, session
+    return SessionDocument(name, session, _journal(data.get("journal", []), source, hint))
+
+
+def _journal(raw: object, source: str, hint: str) -> tuple[JournalEntry, ...]:
+    """The ``journal`` list of a session document, each entry checked."""
+    if not isinstance(raw, list):
+        raise SessionError(f"{source}: 'journal' is not a list", hint=hint)
+    entries: list[JournalEntry] = []
+    for i, item in enumerate(raw):
+        try:
+            entries.append(JournalEntry.model_validate(item))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "the entry"
+            raise SessionError(
+                f"{source}: journal entry {i} cannot be read: {where}: {problem['msg']}",
+                hint="an entry is {run_id, kind: start|turn|started|finished|decided, "
+                "call_id, data}; " + hint,
+            ) from None
+    return tuple(entries)
 
 
 def recovery_dirs() -> list[Path]:

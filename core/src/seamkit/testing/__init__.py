@@ -11,6 +11,9 @@
 - :func:`check_patch_laws`, :func:`check_hook_composes` and
   :func:`check_refresh_condition`: ready property checks, one line each in a
   plugin author's test.
+- :func:`check_session_store` (and :func:`acheck_session_store` in a running
+  event loop): the conformance check of a session store, journal included
+  when it keeps one.
 - The pytest plugin (entry point ``pytest11``) gives ``seamkit_*`` fixtures
   and runs plain ``async def`` tests with asyncio (``seamkit_async = false``
   in the ini turns that off; anyio, pytest-asyncio and pytest-trio keep theirs).
@@ -46,6 +49,10 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         scripted_hook as scripted_hook,
     )
     from ._refresh_checks import check_refresh_condition as check_refresh_condition
+    from ._store_checks import (
+        acheck_session_store as acheck_session_store,
+        check_session_store as check_session_store,
+    )
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
@@ -65,5 +72,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "run_event": "._harness",
         "scripted_hook": "._harness",
         "check_refresh_condition": "._refresh_checks",
+        "acheck_session_store": "._store_checks",
+        "check_session_store": "._store_checks",
     },
 )

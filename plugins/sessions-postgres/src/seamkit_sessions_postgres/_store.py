@@ -13,8 +13,14 @@ while the run goes on; the end of the run deletes it. A worker that dies
 stops renewing, and its lease expires after at most ``lease_seconds``: the
 session is then free again, and its stored transcript is the one the last
 finished run saved. A run whose lease lapsed *and* was taken over (its
-process stalled longer than the lease) is fenced: its save fails with
-`SessionError` instead of overwriting the newer run's transcript.
+process stalled longer than the lease) is fenced: its save (and any journal
+entry it still writes) fails with `SessionError` instead of overwriting the
+newer run's transcript.
+
+The store keeps a journal (`seamkit.JournalStore`): each append is one
+statement, committed before it returns; a save drops the session's journal
+in the statement that writes its transcript, a delete in the one that
+deletes it.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from types import MappingProxyType
 from typing import Any
 
 import psycopg
-from seamkit import Message, SessionBusy, SessionError, StoredSession
+from seamkit import JournalEntry, Message, SessionBusy, SessionError, StoredSession
 from seamkit.plugins import RawSession
 
 from . import _sql
@@ -146,10 +152,11 @@ class PostgresSessionStore:
     async def save(
         self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
     ) -> None:
-        """Replace the transcript and state of ``name`` in one statement. Inside
-        `lock`, only while this run's lease is still its own."""
+        """Replace the transcript and state of ``name`` and drop its journal,
+        in one statement. Inside `lock`, only while this run's lease is still
+        its own."""
         text = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in transcript])
-        values = (name, text, json.dumps(dict(state)))
+        values = {"name": name, "transcript": text, "state": json.dumps(dict(state))}
         holder = _HELD.get().get((self._id, name))
         lost = False
         with self._failing(f"save session {name!r}"):
@@ -168,6 +175,64 @@ class PostgresSessionStore:
                 "blocking for that long",
             )
 
+    # --- the journal (seamkit.JournalStore) -----------------------------------------
+
+    async def journal_append(self, name: str, entries: Sequence[JournalEntry]) -> None:
+        """Append ``entries`` to the journal of ``name``, in order, in one
+        statement committed before this returns. Inside `lock`, only while
+        this run's lease is still its own (else `SessionError`, nothing
+        written)."""
+        if not entries:
+            return
+        holder = _HELD.get().get((self._id, name))
+        params: dict[str, object] = {
+            "name": name,
+            "holder": holder,
+            "run_ids": [e.run_id for e in entries],
+            "kinds": [e.kind for e in entries],
+            "call_ids": [e.call_id for e in entries],
+            "data": [json.dumps(e.data) for e in entries],
+        }
+        query = _sql.JOURNAL_APPEND if holder is None else _sql.JOURNAL_APPEND_HELD
+        with self._failing(f"journal session {name!r}"):
+            async with self._pools.connection() as conn:
+                cur = await conn.execute(query, params)
+                written = cur.rowcount
+        if written != len(entries):
+            raise SessionError(
+                f"session {name!r} not journaled: this run's lease on it lapsed and another "
+                "run took the session over",
+                location=self.location,
+                hint="raise lease_seconds in the store URL, or keep the event loop from "
+                "blocking for that long",
+            )
+
+    async def journal_read(self, name: str) -> list[JournalEntry]:
+        """The journal of ``name`` in the order it was appended (``[]``: none)."""
+        with self._failing(f"read the journal of session {name!r}"):
+            async with self._pools.connection() as conn:
+                cur = await conn.execute(_sql.JOURNAL_READ, (name,))
+                rows = await cur.fetchall()
+        return [self._entry(name, *row) for row in rows]
+
+    def _entry(
+        self, name: str, run_id: str, kind: str, call_id: str | None, data: str
+    ) -> JournalEntry:
+        """One journal row as an entry; a row that does not parse is a
+        `SessionError` naming the session."""
+        try:
+            return JournalEntry.model_validate(
+                {"run_id": run_id, "kind": kind, "call_id": call_id, "data": json.loads(data)}
+            )
+        except ValueError as exc:  # json and pydantic errors both are ValueErrors
+            reason = " ".join(str(exc).split())[:200]
+            raise SessionError(
+                f"a journal row of session {name!r} in {self.location} cannot be read: {reason}",
+                location=self.location,
+                hint=f"`seamkit sessions delete {name} --yes` drops it with the session "
+                f"(export what is readable first with `seamkit sessions export {name} --raw`)",
+            ) from None
+
     async def list(self) -> list[str]:
         """Every stored session's name, sorted (by code point)."""
         with self._failing("list the sessions"):
@@ -176,10 +241,11 @@ class PostgresSessionStore:
                 return [row[0] for row in await cur.fetchall()]
 
     async def delete(self, name: str) -> None:
-        """Forget the session ``name`` (nothing happens when there is none)."""
+        """Forget the session ``name`` and its journal (nothing happens when
+        there is none)."""
         with self._failing(f"delete session {name!r}"):
             async with self._pools.connection() as conn:
-                await conn.execute(_sql.SESSION_DELETE, (name,))
+                await conn.execute(_sql.SESSION_DELETE, {"name": name})
 
     # --- the lease ----------------------------------------------------------------
 

@@ -66,7 +66,7 @@ from seamkit import JournalStore
 
 from tests.benchmarks._crash_app import POINTS, open_store
 from tests.benchmarks._crash_check import Dump, StepRun, TrialVerdict, check_trial
-from tests.benchmarks._harness import ROOT, figure, print_rows, result, verdict
+from tests.benchmarks._harness import ROOT, figure, print_figures, print_rows, result, verdict
 
 SEED = 27
 FULL = {"sqlite": 1000, "postgres": 200}
@@ -518,7 +518,9 @@ def run(counts: dict[str, int], *, quick: bool) -> dict[str, Any]:
         },
         notes=notes,
     )
-    print(f"\n{res['benchmark']}: {verdict(res)}; every trial kept every promise")
+    print()
+    print_figures(figures, baselines)
+    print(f"{res['benchmark']}: {verdict(res)}; every trial kept every promise")
     return res
 
 

@@ -79,6 +79,9 @@ _UPSERT = (
 )
 
 
+_JOURNAL_READ = "SELECT run_id, kind, call_id, data FROM journal WHERE session = ? ORDER BY seq"
+
+
 @dataclass(frozen=True, slots=True)
 class StoredSession:
     """One stored session: its whole ``transcript`` and its ``state``, a small
@@ -331,11 +334,17 @@ class SQLiteSessionStore:
             )
 
     def _journal_read(self, name: str) -> list[JournalEntry]:
-        with self._failing(f"read the journal of {name!r} in"), closing(self._connect()) as db:
-            rows = db.execute(
-                "SELECT run_id, kind, call_id, data FROM journal WHERE session = ? ORDER BY seq",
-                (name,),
-            ).fetchall()
+        doing = f"read the journal of {name!r} in"
+        if self._durable is not None or self._why_read_only() is None:
+            # Every run with a session reads its journal first, effects or
+            # not: on the journal's open connection, that costs a query
+            # (µs), where opening one costs most of a millisecond. A store
+            # that cannot be written reads on a connection of its own.
+            with self._durably(doing) as db:
+                rows = db.execute(_JOURNAL_READ, (name,)).fetchall()
+        else:
+            with self._failing(doing), closing(self._connect()) as db:
+                rows = db.execute(_JOURNAL_READ, (name,)).fetchall()
         return [JournalEntry.model_validate(_journal_row(*row)) for row in rows]
 
     async def journal_append(self, name: str, entries: Sequence[JournalEntry]) -> None:

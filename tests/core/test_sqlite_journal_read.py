@@ -27,7 +27,8 @@ def test_journal_reads_share_the_journal_s_connection(
 
     def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
         opened.append(args[0])
-        return connect(*args, **kwargs)
+        made: sqlite3.Connection = connect(*args, **kwargs)
+        return made
 
     monkeypatch.setattr(sqlite3, "connect", counting)
 

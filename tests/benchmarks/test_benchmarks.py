@@ -148,3 +148,16 @@ def test_the_mcp_target_is_measured_and_the_build_is_reported() -> None:
     names = {f["name"] for f in res["figures"]}
     assert {"build_open/raw", "build_open/seamkit", "build_total/seamkit"} <= names
     assert res["problems"] == []
+
+
+def test_the_crash_harness_runs_both_stores_and_every_trial_keeps_every_promise() -> None:
+    """The crash harness' verdicts are counts, not timings: the quick run
+    checks them too (``main`` raises on any violation; the slow test and
+    ``python -m tests.benchmarks crash`` run more trials)."""
+    res, printed = _quick("bench_crash")
+    assert set(res["stores"]) == {"sqlite", "postgres"}, res["notes"]
+    for kind, store in res["stores"].items():
+        assert store["trials"] == store["clean"] > 0 and store["violations"] == [], kind
+        assert store["counts"].get("once_duplicates", 0) == 0
+        assert sum(k["killed"] for k in store["kill_points"].values()) >= store["trials"]
+    assert "kill point" in printed

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
 from ._errors import ToolDefinitionError
+from ._schema import compile_schema
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -217,17 +218,7 @@ def _is_map(value: object) -> bool:
 
 
 def _compile(schema: dict[str, Any], *, tool: str = "") -> Validator:
-    import jsonschema  # lazy: only tools with a `when` rule need it
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"tool {tool!r}: approval.when is not valid JSON Schema: {exc.message}"
-        ) from None
-    validator: Validator = cls(schema)
-    return validator
+    return compile_schema(schema, f"tool {tool!r}: approval.when")
 
 
 def _plain(value: object) -> object:

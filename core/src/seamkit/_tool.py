@@ -22,6 +22,7 @@ from ._approval import ApprovalRule, ApprovalSetting, approval_rule
 from ._context import ActionContext, CallInfo, Effects
 from ._errors import InvalidToolCall, ToolDefinitionError
 from ._flatcheck import flat_check
+from ._schema import compile_schema
 from ._secret import Redactor, Secret, secret_json, secret_texts
 from ._signature import ToolSignature, describe
 from ._types import ToolResult, ToolSpec
@@ -712,17 +713,7 @@ class _NoModel(BaseModel):
 
 
 def _compile(name: str, parameters: dict[str, Any]) -> Validator:
-    import jsonschema  # lazy: ~40 ms to import, and only schema tools need it
-
-    cls = jsonschema.validators.validator_for(parameters, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(parameters)
-    except jsonschema.SchemaError as exc:
-        raise ToolDefinitionError(
-            f"tool {name!r}: its parameters are not valid JSON Schema: {exc.message}"
-        ) from None
-    validator: Validator = cls(parameters)
-    return validator
+    return compile_schema(parameters, f"tool {name!r}: its parameters")
 
 
 def _describe(error: Any) -> str:

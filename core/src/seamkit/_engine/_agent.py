@@ -50,6 +50,7 @@ from ._resume import (
     rebuild,
     seal,
     state_key,
+    unanswered,
     unseal,
     with_decided,
     with_pending,
@@ -675,20 +676,7 @@ def _answer_dangling(history: Sequence[Message]) -> list[Message]:
     """``history`` with a tool message for each call its last model turn left
     unanswered (a run that a hook stopped mid-batch ends that way), so that
     the next request is one every OpenAI-compatible API accepts."""
-    out = list(history)
-    answered: set[str] = set()
-    for message in reversed(out):
-        if message.role == "tool":
-            answered.add(message.tool_call_id or "")
-            continue
-        if message.role == "assistant" and message.tool_calls:
-            out.extend(
-                Message.tool(call.id, UNANSWERED)
-                for call in message.tool_calls
-                if call.id not in answered
-            )
-        break
-    return out
+    return [*history, *(Message.tool(call.id, UNANSWERED) for call in unanswered(history))]
 
 
 def _messages(input: Input) -> list[Message]:

@@ -32,7 +32,7 @@ from .._persistence._journal import JournalEntry
 from .._persistence._sessions import PENDING_KEY, StoredSession
 from .._secret import Secret, secret_json
 from .._toolmap import ToolMap
-from .._types import Message, ToolCall, Usage
+from .._types import Message, MessageToolCall, ToolCall, Usage
 
 __all__ = [
     "PENDING_KEY",
@@ -44,6 +44,7 @@ __all__ = [
     "open_calls",
     "rebuild",
     "seal",
+    "unanswered",
     "unseal",
 ]
 
@@ -157,22 +158,28 @@ def _messages(raw: object) -> list[Message]:
     return [Message.model_validate(m) for m in raw] if isinstance(raw, list) else []
 
 
-def open_calls(transcript: Sequence[Message], max_depth: int) -> list[ToolCall]:
+def unanswered(transcript: Sequence[Message]) -> list[MessageToolCall]:
     """The calls of the last model turn that no tool message answers, when
-    that turn is the transcript's last assistant message."""
+    that turn is the transcript's last assistant message (``[]`` otherwise)."""
     answered: set[str] = set()
     for message in reversed(transcript):
         if message.role == "tool":
             answered.add(message.tool_call_id or "")
             continue
         if message.role == "assistant" and message.tool_calls:
-            return [
-                ToolCall.from_message(call, index, max_depth=max_depth)
-                for index, call in enumerate(message.tool_calls)
-                if call.id not in answered
-            ]
+            return [call for call in message.tool_calls if call.id not in answered]
         return []
     return []
+
+
+def open_calls(transcript: Sequence[Message], max_depth: int) -> list[ToolCall]:
+    """`unanswered` calls, parsed, each with its index in its turn."""
+    calls = next((m.tool_calls or () for m in reversed(transcript) if m.role == "assistant"), ())
+    index = {call.id: i for i, call in enumerate(calls)}
+    return [
+        ToolCall.from_message(call, index[call.id], max_depth=max_depth)
+        for call in unanswered(transcript)
+    ]
 
 
 @dataclass(slots=True)

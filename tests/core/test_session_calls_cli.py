@@ -134,13 +134,13 @@ def test_show_lists_in_doubt_calls_and_the_decisions_a_journal_stored(tmp_path: 
     result = _sessions("show", "ann", "--store", str(path))
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[lines.index("  decision: approve (by cli)") - 5 :] == [
+    assert lines[lines.index("  decision: approved by cli") - 5 :] == [
         'pending call c1: refund({"order": "42", "amount": 250})',
         f"  digest: {pending.digest}",
         "  reason: refund needs approval",
         "  asked by: the tool (its approval rule)",
         f"  asked at: {pending.requested_at.isoformat(timespec='seconds')}",
-        "  decision: approve (by cli)",
+        "  decision: approved by cli",
         'in-doubt call c1: refund({"order": "43", "amount": 250})',
         f"  digest: {pending.digest}",
         "  started once, no result recorded: it may or may not have acted",

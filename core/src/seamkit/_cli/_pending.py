@@ -25,6 +25,7 @@ __all__ = [
     "BY",
     "ResumeLine",
     "ask",
+    "decided",
     "decisions_from_flags",
     "is_terminal",
     "pending_json",
@@ -94,7 +95,8 @@ def _call_lines(pending: PendingCall) -> list[str]:
     return lines
 
 
-def _decided(decision: Decision) -> str:
+def decided(decision: Decision) -> str:
+    """A decision in words: ``approved by cli``, ``rejected: too much``."""
     by = f" by {decision.by}" if decision.by else ""
     if isinstance(decision, Reject):
         return f"rejected{by}: {decision.reason}"
@@ -116,7 +118,7 @@ def print_pending(pending: Sequence[PendingCall], resume: ResumeLine | None) -> 
         for line in _call_lines(call):
             click.echo(line)
         if call.decision is not None:
-            click.echo(f"  decided: {_decided(call.decision)} (it runs once every call is decided)")
+            click.echo(f"  decided: {decided(call.decision)} (it runs once every call is decided)")
         elif resume is not None:
             click.echo(f"  approve: {resume.approve(call)}")
             click.echo(f"  reject:  {resume.reject(call)}")

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._approval import Approve, Decision, Edit, PendingCall
+from .._approval import Decision, PendingCall
 from .._engine._resume import pending_of, rebuild, with_decided
 from .._persistence._journal import JournalEntry
+from ._pending import decided
 
 __all__ = ["InDoubtCall", "SessionCalls", "session_calls"]
 
@@ -123,11 +124,4 @@ def _call(tool: str, arguments: Mapping[str, Any]) -> str:
 
 
 def _decision(decision: Decision | None) -> str:
-    if decision is None:
-        return "none yet"
-    by = f" (by {decision.by})" if decision.by else ""
-    if isinstance(decision, Approve):
-        return f"approve{by}"
-    if isinstance(decision, Edit):
-        return f"edit to {json.dumps(decision.arguments, ensure_ascii=False)}{by}"
-    return f"reject: {decision.reason}{by}"
+    return "none yet" if decision is None else decided(decision)

@@ -13,13 +13,12 @@ field.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import seamkit
 
-from ._wire import ApiError, Limits
+from ._wire import ApiError, Limits, json_object
 
 __all__ = ["DecisionsRequest", "parse_decisions"]
 
@@ -96,19 +95,7 @@ def _decision(raw: object, where: str) -> tuple[str, Decision]:
 
 def parse_decisions(raw: bytes, limits: Limits) -> DecisionsRequest:
     """The request in ``raw``, or the `ApiError` that says what is wrong."""
-    if len(raw) > limits.max_body_bytes:
-        raise ApiError(
-            413,
-            f"the request body is {len(raw)} bytes; this server takes at most "
-            f"{limits.max_body_bytes}",
-            code="request_too_large",
-        )
-    try:
-        body = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ApiError(400, f"the request body is not JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise ApiError(400, 'the request body must be a JSON object: {"decisions": [...]}')
+    body = json_object(raw, limits, ': {"decisions": [...]}')
     unknown = sorted(k for k in body if k not in _TOP)
     if unknown:
         raise _bad(

@@ -33,6 +33,7 @@ __all__ = [
     "chunk",
     "completion",
     "error_body",
+    "json_object",
     "new_id",
     "parse_request",
     "sse",
@@ -162,8 +163,9 @@ def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | 
     return float(value)
 
 
-def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
-    """The request in ``raw``, or the `ApiError` that says what is wrong."""
+def json_object(raw: bytes, limits: Limits, shape: str = "") -> dict[str, Any]:
+    """The JSON object a request body holds, or the `ApiError` (413, 400)
+    that says what is wrong; ``shape`` shows what the object looks like."""
     if len(raw) > limits.max_body_bytes:
         raise ApiError(
             413,
@@ -176,7 +178,13 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
     except (ValueError, UnicodeDecodeError) as exc:
         raise _bad(f"the request body is not JSON: {exc}") from None
     if not isinstance(body, dict):
-        raise _bad("the request body must be a JSON object")
+        raise _bad(f"the request body must be a JSON object{shape}")
+    return body
+
+
+def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
+    """The request in ``raw``, or the `ApiError` that says what is wrong."""
+    body = json_object(raw, limits)
     refused = sorted(k for k in body if k not in HONOURED and k not in PASSED_ON)
     if refused:
         raise _bad(

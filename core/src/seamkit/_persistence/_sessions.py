@@ -315,8 +315,18 @@ class SQLiteSessionStore:
                 hint=hint,
             ) from None
 
+    def _reading(self, doing: str) -> AbstractContextManager[sqlite3.Connection]:
+        """A connection to read on: the store's open one (a query costs µs,
+        opening a connection most of a millisecond), or, for a store this
+        process cannot write (`seamkit sessions export` of a read-only one),
+        one of its own."""
+        if self._durable is None and self._why_read_only() is not None:
+            return closing(self._connect())
+        return self._durably(doing)
+
     def _row(self, name: str) -> tuple[str, str] | None:
-        with self._failing(f"load session {name!r} from"), closing(self._connect()) as db:
+        doing = f"load session {name!r} from"
+        with self._failing(doing), self._reading(doing) as db:
             row = db.execute(
                 "SELECT transcript, state FROM sessions WHERE name = ?", (name,)
             ).fetchone()
@@ -361,12 +371,8 @@ class SQLiteSessionStore:
             )
 
     def _journal_read(self, name: str) -> list[JournalEntry]:
-        if self._durable is None and self._why_read_only() is not None:
-            # (`seamkit sessions export` of a store it cannot write)
-            reading: AbstractContextManager[sqlite3.Connection] = closing(self._connect())
-        else:
-            reading = self._durably(f"read the journal of {name!r} in")
-        with self._failing(f"read the journal of {name!r} in"), reading as db:
+        doing = f"read the journal of {name!r} in"
+        with self._failing(doing), self._reading(doing) as db:
             rows = db.execute(
                 "SELECT run_id, kind, call_id, data FROM journal WHERE session = ? ORDER BY seq",
                 (name,),

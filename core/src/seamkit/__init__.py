@@ -26,11 +26,13 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         stream as stream,
     )
     from ._approval import (
+        ApprovalRule as ApprovalRule,
         Approve as Approve,
         Decisions as Decisions,
         Edit as Edit,
         PendingCall as PendingCall,
         Reject as Reject,
+        arguments_digest as arguments_digest,
     )
     from ._config import (
         AnyRefreshCondition as AnyRefreshCondition,
@@ -155,11 +157,13 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "plugins": "",
     "stream": "",
     "Agent": "._engine._agent",
+    "ApprovalRule": "._approval",
     "Approve": "._approval",
     "Decisions": "._approval",
     "Edit": "._approval",
     "PendingCall": "._approval",
     "Reject": "._approval",
+    "arguments_digest": "._approval",
     "AnyRefreshCondition": "._config",
     "HookConfig": "._config",
     "KindConfig": "._config",

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._approval import Decision, PendingCall
-from .._engine._resume import pending_of, rebuild, with_decided
+from .._engine._resume import rebuild, with_decided
 from .._persistence._journal import JournalEntry
+from .._persistence._sessions import StoredSession
 from ._pending import decided
 
 __all__ = ["InDoubtCall", "SessionCalls", "session_calls"]
@@ -99,7 +100,7 @@ def session_calls(state: Mapping[str, Any], journal: Sequence[JournalEntry]) -> 
     """The pending calls of a session's ``state`` (with the decisions its
     ``journal`` stored) and the in-doubt calls of its ``journal``."""
     rebuilt = rebuild((), journal)
-    pending = with_decided(pending_of(state), rebuilt.decided)
+    pending = with_decided(StoredSession(state=state).pending, rebuilt.decided)
     in_doubt = [
         InDoubtCall(
             call_id=call_id,

@@ -46,7 +46,6 @@ from ._resume import (
     decided_entry,
     expire,
     open_calls,
-    pending_of,
     rebuild,
     seal,
     state_key,
@@ -334,52 +333,24 @@ class Agent:
             _warn_unjournaled(held)
         async with held.lock(session, self.settings.session_wait_seconds):
             stored = await held.load(session) or StoredSession()
-            kept = copy.deepcopy(dict(stored.state))
-            pending = pending_of(kept)
-            state = with_pending(kept, ())
+            state = with_pending(copy.deepcopy(dict(stored.state)), ())
             entries = await journaled.journal_read(session) if journaled is not None else []
             resume: Resume | None = None
+            transcript: Sequence[Message] = stored.transcript
+            messages: Input = ()
             if input is None or isinstance(input, Decisions) or _nothing(input):
-                pending = expire(pending, self.clock(), self.settings.approval_expires_seconds)
-                if isinstance(input, Decisions):
-                    if not pending:
-                        raise ResumeError(
-                            f"session {session!r} has no call waiting for a decision",
-                            session=session,
-                        )
-                    pending = with_decided(pending, rebuild((), entries).decided)
-                    before = {p.call_id for p in pending if p.decision is not None}
-                    pending = decide(pending, input, self.tools, session=session)
-                    # The decisions are stored before anything runs: a crash
-                    # from here on loses none of them.
-                    fresh = [p for p in pending if p.decision and p.call_id not in before]
-                    if journaled is not None:
-                        run_id = uuid.uuid4().hex
-                        await journaled.journal_append(
-                            session, [decided_entry(run_id, p) for p in fresh]
-                        )
-                    else:
-                        await held.save(session, stored.transcript, with_pending(kept, pending))
-                elif not pending and not entries:
-                    raise ResumeError(
-                        f"session {session!r} has nothing to continue: no call waits for a "
-                        "decision and no run was cut short",
-                        session=session,
-                        hint="send a message to start a new run",
-                    )
-                resume = self._resume(stored.transcript, entries, pending)
-                transcript: Sequence[Message] = resume.transcript
-                messages: Input = ()
+                decisions = input if isinstance(input, Decisions) else None
+                resume = await self._continued(decisions, session, held, stored, entries)
+                transcript = resume.transcript
+            elif stored.pending or entries:
+                raise ResumeError(
+                    _undecided(session, stored.pending),
+                    session=session,
+                    hint=f"decide them first: `seamkit resume APP --session {session}` "
+                    "(or Agent.run(Decisions({...}), session=...)); a run a crash cut "
+                    "short continues with no new input",
+                )
             else:
-                if pending or entries:
-                    raise ResumeError(
-                        _undecided(session, pending),
-                        session=session,
-                        hint=f"decide them first: `seamkit resume APP --session {session}` "
-                        "(or Agent.run(Decisions({...}), session=...)); a run a crash cut "
-                        "short continues with no new input",
-                    )
-                transcript = stored.transcript
                 messages = input(stored.transcript) if callable(input) else input
             journal = (
                 RunJournal(journaled, session, uuid.uuid4().hex, transcript)
@@ -417,6 +388,43 @@ class Agent:
                 )
                 run.life.saved(not_saved)  # raises what the run kept, if anything
             return result
+
+    async def _continued(
+        self,
+        input: Decisions | Sequence[Message] | None,
+        session: str,
+        held: SessionStore,
+        stored: StoredSession,
+        entries: Sequence[JournalEntry],
+    ) -> Resume:
+        """How a session's run continues (no new input, or decisions): its
+        pending calls, expired ones rejected, with the decisions recorded
+        (stored before anything runs: a crash from here on loses none of
+        them); `ResumeError` when there is nothing to continue or a
+        decision does not fit."""
+        pending = expire(list(stored.pending), self.clock(), self.settings.approval_expires_seconds)
+        if isinstance(input, Decisions):
+            if not pending:
+                raise ResumeError(
+                    f"session {session!r} has no call waiting for a decision", session=session
+                )
+            pending = with_decided(pending, rebuild((), entries).decided)
+            before = {p.call_id for p in pending if p.decision is not None}
+            pending = decide(pending, input, self.tools, session=session)
+            fresh = [p for p in pending if p.decision and p.call_id not in before]
+            if isinstance(held, JournalStore):
+                run_id = uuid.uuid4().hex
+                await held.journal_append(session, [decided_entry(run_id, p) for p in fresh])
+            else:
+                await held.save(session, stored.transcript, with_pending(stored.state, pending))
+        elif not pending and not entries:
+            raise ResumeError(
+                f"session {session!r} has nothing to continue: no call waits for a "
+                "decision and no run was cut short",
+                session=session,
+                hint="send a message to start a new run",
+            )
+        return self._resume(stored.transcript, entries, pending)
 
     def _resume(
         self,

@@ -29,7 +29,7 @@ from .._approval import Approve, Decision, Decisions, Edit, PendingCall, Reject,
 from .._context import ActionContext
 from .._errors import InvalidToolCall, ResumeError
 from .._persistence._journal import JournalEntry
-from .._persistence._sessions import PENDING_KEY, StoredSession
+from .._persistence._sessions import PENDING_KEY
 from .._secret import Secret, secret_json
 from .._toolmap import ToolMap
 from .._types import Message, MessageToolCall, ToolCall, Usage
@@ -58,11 +58,6 @@ _PENDING = TypeAdapter(list[PendingCall])
 _DECISION: TypeAdapter[Decision] = TypeAdapter(
     Annotated[Approve | Reject | Edit, Field(discriminator="action")]
 )
-
-
-def pending_of(state: Mapping[str, Any]) -> list[PendingCall]:
-    """The pending calls a session's state keeps (``[]``: none)."""
-    return list(StoredSession(state=state).pending)
 
 
 def with_pending(state: Mapping[str, Any], pending: Sequence[PendingCall]) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from ..stream import (
     ToolOutputDelta,
 )
 from ._dispatch import Dispatched
-from ._journaling import RunJournal
+from ._journaling import RunJournal, plain_arguments
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._resume import Record, Resume
 
@@ -212,6 +212,7 @@ class Batch:
             except InvalidToolCall as exc:
                 text = self._redact(exc.message, secrets)
                 return Settled(call, _error(call, f"{text} (after a hook rewrote them)"), None)
+        digest: str | None = None
         if asked is not None or tool.approval.needed(values):
             digest = arguments_digest(call.name, call.arguments)
             if self.resume is None or self.resume.approved(call.id) != digest:
@@ -227,7 +228,7 @@ class Batch:
             # with this key.
             key = record.key if record is not None and record.started else uuid.uuid4().hex
             attempt = len(record.started) + 1 if record is not None else 1
-            digest = arguments_digest(call.name, call.arguments)
+            digest = digest or arguments_digest(call.name, call.arguments)
             await journal.started(call, digest, key, attempt)
             info = CallInfo(call.id, key, attempt, tool.name)
         if self.emit is None:  # the hot path: nobody watches, no coroutine more
@@ -368,7 +369,7 @@ class Batch:
         pending = PendingCall(
             call_id=call.id,
             tool=call.name,
-            arguments=_plain(call.arguments),
+            arguments=plain_arguments(call.arguments),
             reason=self.ctx.redactor(reason),
             hook=hook,
             digest=digest,
@@ -430,15 +431,6 @@ def _validated(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
 def _error(call: ToolCall, text: str) -> ToolResult:
     """An invalid call's result: an error, but nothing the tool raised."""
     return ToolResult.error(text, call_id=call.id)
-
-
-def _plain(arguments: Any) -> dict[str, Any]:
-    """Arguments as the JSON they would be sent as (a `Secret` a hook wrote
-    as ``***``): what a pending call shows."""
-    import json  # lazy: only calls that wait for approval need it
-
-    value = json.loads(_json(arguments))
-    return value if isinstance(value, dict) else {}
 
 
 def _json(arguments: Any) -> str:

@@ -19,7 +19,7 @@ from .._persistence._journal import JournalEntry, JournalStore
 from .._secret import secret_json
 from .._types import Message, ToolCall, ToolResult, Usage
 
-__all__ = ["RunJournal"]
+__all__ = ["RunJournal", "plain_arguments"]
 
 
 class RunJournal:
@@ -79,7 +79,7 @@ class RunJournal:
         """A call with effects is about to run, with idempotency key ``key``."""
         data = {
             "tool": call.name,
-            "arguments": _plain(call.arguments),
+            "arguments": plain_arguments(call.arguments),
             "digest": digest,
             "key": key,
             "attempt": attempt,
@@ -98,8 +98,9 @@ def _dump(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [m.model_dump(mode="json", exclude_none=True) for m in messages]
 
 
-def _plain(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Arguments as JSON, a `Secret` a hook wrote as ``***``."""
+def plain_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as the JSON they would be sent as, a `Secret` a hook wrote
+    as ``***`` (what a journal entry and a pending call hold)."""
     try:
         value = json.loads(to_json(arguments, fallback=secret_json))
     except Exception:

@@ -454,3 +454,59 @@ def test_effects_must_be_one_of_the_three() -> None:
 def test_no_input_without_a_session_or_a_state_is_an_error() -> None:
     with pytest.raises(ResumeError, match="nothing to continue"):
         run(alone(), None)
+
+
+class SecretWriter:
+    """Puts a Secret into every pay call's arguments (a token a hook adds)."""
+
+    name = "secret-writer"
+
+    @seamkit.hookimpl
+    def on_pre_tool_use(self, ctx: Any, call: seamkit.ToolCall) -> flow.PreToolUseFlow:
+        return flow.RewriteArgs({**call.arguments, "token": seamkit.Secret(CANARY)})
+
+
+CANARY = "sk-approval-canary-3k9"
+
+
+def test_a_secret_a_hook_writes_never_reaches_the_pending_call_the_journal_or_the_store(
+    tmp_path: Path,
+) -> None:
+    # (A tool that returns a secret on purpose carries it out: the guide's
+    # "Secrets"; this one does not.)
+    import sqlite3
+
+    got: list[str] = []
+
+    @seamkit.tool(approval=True)
+    def pay(amount: int, token: str) -> str:
+        got.append(token)
+        return f"paid {amount}"
+
+    rows: list[str] = []
+
+    class Keep(seamkit.SQLiteSessionStore):
+        async def journal_append(self, name: str, entries: Any) -> None:
+            rows.extend(e.model_dump_json() for e in entries)
+            await super().journal_append(name, entries)
+
+    a = Agent(
+        ScriptedModel([calls(("c1", "pay", {"amount": 5, "token": "-"})), {"text": "ok"}]),
+        tools=[pay],
+        hooks=[SecretWriter()],
+        plugin_hooks=False,
+        store=Keep(tmp_path / "s.sqlite"),
+    )
+    first = run(a, "go", session="s")
+    assert isinstance(first.outcome, seamkit.Suspended)
+    assert first.outcome.pending[0].arguments["token"] == "***"
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        suspended = "\n".join(str(row) for row in db.execute("SELECT * FROM sessions"))
+    assert "seamkit.pending" in suspended and CANARY not in suspended
+    result = run(a, Decisions({"c1": Approve()}), session="s")
+    assert result.outcome.kind == "completed" and got == [CANARY]  # the tool got the value
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        dumped = "\n".join(str(row) for row in db.execute("SELECT * FROM sessions"))
+    assert any('"started"' in row for row in rows)
+    assert CANARY not in "\n".join(rows) and CANARY not in dumped
+    assert CANARY not in first.model_dump_json() + result.model_dump_json()

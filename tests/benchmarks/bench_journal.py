@@ -341,13 +341,20 @@ def main(quick: bool = False) -> dict[str, Any]:
         f"{metadata.version('pydantic')}, psycopg {metadata.version('psycopg')}, "
         f"{os.cpu_count()} cpus"
     )
-    logging.getLogger("seamkit.run").setLevel(logging.ERROR)  # the plain store's one warning
-    stores: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="seamkit-bench-journal-") as tmp:
-        stores["sqlite"] = asyncio.run(measure_store(str(Path(tmp) / "s.sqlite"), counts))
-    with postgres_url() as url:
-        stores["postgres"] = asyncio.run(measure_store(url, counts))
-    alone = asyncio.run(measure_sessionless(counts))
+    run_log = logging.getLogger("seamkit.run")
+    level = run_log.level
+    # Quiet the plain store's one warning, and restore the level after: the
+    # suite runs this in the test process, and later tests read that logger.
+    run_log.setLevel(logging.ERROR)
+    try:
+        stores: dict[str, dict[str, Any]] = {}
+        with tempfile.TemporaryDirectory(prefix="seamkit-bench-journal-") as tmp:
+            stores["sqlite"] = asyncio.run(measure_store(str(Path(tmp) / "s.sqlite"), counts))
+        with postgres_url() as url:
+            stores["postgres"] = asyncio.run(measure_store(url, counts))
+        alone = asyncio.run(measure_sessionless(counts))
+    finally:
+        run_log.setLevel(level)
     all_specs = specs(stores, alone)
     medians = {name: statistics.median(samples) for name, _, samples, *_ in all_specs}
     medians["target_ms"] = TARGET_MS

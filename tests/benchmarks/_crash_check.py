@@ -506,20 +506,24 @@ def _check_effects(
             v.counts["none_reruns"] += max(0, ran - 1)
             if got != text or not ran:
                 v.violations.append(f"lookup {call}: result {got!r} after {ran} runs")
-    # The diagnostic: a step that lived to return reports each call it found in doubt.
+    # The diagnostic: a run that lived to return reports each call it found
+    # in doubt (a process killed before its run returned could not tell).
     for run_pid, mine in _by_pid(events).items():
-        reported = [
-            str(e["call"])
-            for e in mine
-            if e["ev"] == "jfinished" and str(e.get("content", "")).startswith("Error: InDoubt:")
-        ]
-        if not reported or any(e["ev"] == "killed" for e in mine):
-            continue
-        told = " ".join(str(e["message"]) for e in mine if e["ev"] == "diagnostic")
-        for call in reported:
-            v.counts["in_doubt_diagnostics"] += 1
-            if repr(call) not in told:
-                v.violations.append(f"process {run_pid} found {call} in doubt without a diagnostic")
+        found: list[str] = []
+        told = ""
+        for e in mine:
+            if e["ev"] == "jfinished" and str(e.get("content", "")).startswith("Error: InDoubt:"):
+                found.append(str(e["call"]))
+            elif e["ev"] == "diagnostic":
+                told += f" {e['message']}"
+            elif e["ev"] == "outcome":
+                for call in found:
+                    v.counts["in_doubt_diagnostics"] += 1
+                    if repr(call) not in told:
+                        v.violations.append(
+                            f"process {run_pid} found {call} in doubt without a diagnostic"
+                        )
+                found, told = [], ""
 
 
 def check_trial(

@@ -357,3 +357,18 @@ def test_where_a_random_moment_landed_is_read_from_the_log(
 ) -> None:
     assert moment_phase(mine, effects, after) == phase
     assert phase.startswith(bench_crash.PHASES)
+
+
+def test_an_in_doubt_call_found_by_a_run_that_returned_needs_its_diagnostic(
+    clean_trial: bench_crash.Trial,
+) -> None:
+    events, effects = _logs(clean_trial)
+    assert any(e["ev"] == "diagnostic" for e in events)
+    silent = [e for e in events if e["ev"] != "diagnostic"]
+    found = _violations(clean_trial, silent, effects)
+    assert any("in doubt without a diagnostic" in v for v in found), found
+    # A process killed (at a random moment) before its run returned could not tell.
+    at = max(i for i, e in enumerate(silent) if e["ev"] == "outcome")
+    cut = [e for i, e in enumerate(silent) if i < at or e["pid"] != silent[at]["pid"]]
+    found = _violations(clean_trial, cut, effects)
+    assert not any("in doubt without a diagnostic" in v for v in found), found

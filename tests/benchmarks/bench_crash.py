@@ -119,6 +119,9 @@ ACTIONS = ("approve", "reject", "edit")
 BAD_EDIT = 0.5
 """The share of edits first tried with arguments the tool's schema refuses."""
 REASONS = ("too much", "not this customer", "order already refunded", "ask finance first")
+CALIBRATION_RUNS = 3
+"""Kill-free runs per `Shape` before the trials (their median time is the
+span a random moment is drawn over)."""
 ONCE_CALLS = tuple(call for call, (tool, _args, _text) in EXPECTED.items() if tool == "refund")
 
 
@@ -377,17 +380,19 @@ def shape_of(trial: Trial) -> Shape:
 def calibrate(
     spec: Callable[[Path], str], tmp: Path, pool: queue.Queue[Zygote], kind: str, workers: int
 ) -> Calibration:
-    """Run a kill-free trial of every `Shape` (each a checked trial too):
-    how often it reaches each point, how long it takes."""
+    """Run ``CALIBRATION_RUNS`` kill-free trials of every `Shape` (each a
+    checked trial too), ``workers`` at a time like the trials: how often it
+    reaches each point, how long its one step takes (the median)."""
     shapes = [
         (mode, tuple(bool(b >> i & 1) for i in range(len(ONCE_CALLS))))
         for mode in MODES
         for b in range(2 ** len(ONCE_CALLS))
     ]
+    runs = [(shape, k) for k in range(CALIBRATION_RUNS) for shape in shapes]
 
-    def one(shape: Shape) -> Trial:
-        mode, rejected = shape
-        name = f"{mode}-{''.join('r' if r else 'a' for r in rejected)}"
+    def one(run: tuple[Shape, int]) -> Trial:
+        (mode, rejected), k = run
+        name = f"{mode}-{''.join('r' if r else 'a' for r in rejected)}-{k}"
         directory = tmp / f"calibrate-{name}"
         trial = Trial(-1, f"calibrate/{name}", kind, f"calibrate-{kind}-{name}", directory, 1, mode)
         trial.decisions = {
@@ -397,16 +402,19 @@ def calibrate(
         return run_trial(trial, spec(directory), lambda _rng, _step, _kills: None, pool)
 
     with ThreadPoolExecutor(workers) as executor:
-        trials = list(executor.map(one, shapes))
+        trials = list(executor.map(one, runs))
     reach: dict[Shape, Counter[str]] = {}
-    seconds: dict[Shape, float] = {}
-    for shape, trial in zip(shapes, trials, strict=True):
+    took: dict[Shape, list[float]] = {}
+    for (shape, _k), trial in zip(runs, trials, strict=True):
         counts = [e for e in _read_jsonl(trial.directory / "events.jsonl") if e["ev"] == "reached"]
-        reach[shape] = Counter(counts[-1]["counts"]) if counts else Counter()
-        seconds[shape] = float(trial.steps[0].status.get("seconds", 0.0))
-        unreached = [p for p in POINTS if not reach[shape][p]]
+        reached = Counter(counts[-1]["counts"]) if counts else Counter()
+        if reach.setdefault(shape, reached) != reached:
+            raise RuntimeError(f"two kill-free runs ({shape}) reach {reach[shape]} and {reached}")
+        took.setdefault(shape, []).append(float(trial.steps[0].status.get("seconds", 0.0)))
+        unreached = [p for p in POINTS if not reached[p]]
         if any(not p.endswith(":refund") for p in unreached) or (unreached and not all(shape[1])):
             raise RuntimeError(f"a kill-free run ({shape}) never reaches {unreached}")
+    seconds = {shape: statistics.median(t) for shape, t in took.items()}
     return Calibration(reach, seconds, trials)
 
 

@@ -119,9 +119,9 @@ ACTIONS = ("approve", "reject", "edit")
 BAD_EDIT = 0.5
 """The share of edits first tried with arguments the tool's schema refuses."""
 REASONS = ("too much", "not this customer", "order already refunded", "ask finance first")
-CALIBRATION_RUNS = 3
-"""Kill-free runs per `Shape` before the trials (their median time is the
-span a random moment is drawn over)."""
+CALIBRATION_RUNS = {False: 3, True: 1}
+"""Kill-free runs per `Shape` before the trials, full and quick (their
+median time is the span a random moment is drawn over)."""
 ONCE_CALLS = tuple(call for call, (tool, _args, _text) in EXPECTED.items() if tool == "refund")
 
 
@@ -378,17 +378,22 @@ def shape_of(trial: Trial) -> Shape:
 
 
 def calibrate(
-    spec: Callable[[Path], str], tmp: Path, pool: queue.Queue[Zygote], kind: str, workers: int
+    spec: Callable[[Path], str],
+    tmp: Path,
+    pool: queue.Queue[Zygote],
+    kind: str,
+    workers: int,
+    repeat: int,
 ) -> Calibration:
-    """Run ``CALIBRATION_RUNS`` kill-free trials of every `Shape` (each a
-    checked trial too), ``workers`` at a time like the trials: how often it
-    reaches each point, how long its one step takes (the median)."""
+    """Run ``repeat`` kill-free trials of every `Shape` (each a checked trial
+    too), ``workers`` at a time like the trials: how often it reaches each
+    point, how long its one step takes (the median)."""
     shapes = [
         (mode, tuple(bool(b >> i & 1) for i in range(len(ONCE_CALLS))))
         for mode in MODES
         for b in range(2 ** len(ONCE_CALLS))
     ]
-    runs = [(shape, k) for k in range(CALIBRATION_RUNS) for shape in shapes]
+    runs = [(shape, k) for k in range(repeat) for shape in shapes]
 
     def one(run: tuple[Shape, int]) -> Trial:
         (mode, rejected), k = run
@@ -462,12 +467,18 @@ def draw(kind: str, index: int, tmp: Path) -> Trial:
 
 
 def run_store(
-    kind: str, spec: Callable[[Path], str], trials: Sequence[int], workers: int, tmp: Path
+    kind: str,
+    spec: Callable[[Path], str],
+    trials: Sequence[int],
+    workers: int,
+    tmp: Path,
+    quick: bool = False,
 ) -> dict[str, Any]:
     """Calibrate, then run the trials numbered ``trials`` on one store; their summary."""
     started = time.perf_counter()
     with zygotes(workers, kind == "postgres") as pool:
-        calibration = calibrate(spec, tmp / kind, pool, kind, workers)
+        repeat = CALIBRATION_RUNS[quick]
+        calibration = calibrate(spec, tmp / kind, pool, kind, workers, repeat)
 
         def one(index: int) -> Trial:
             trial = draw(kind, index, tmp)
@@ -735,14 +746,14 @@ def run(
         tmp = Path(tmp_name)
         if counts["sqlite"]:
             stores["sqlite"] = run_store(
-                "sqlite", lambda d: str(d / "sessions.sqlite"), chosen["sqlite"], cpus, tmp
+                "sqlite", lambda d: str(d / "sessions.sqlite"), chosen["sqlite"], cpus, tmp, quick
             )
             _print_store(stores["sqlite"])
         if counts["postgres"]:
             with postgres_url(lease_seconds=0.3, pool_max_size=2) as url:
                 if postgres_journals(url):
                     stores["postgres"] = run_store(
-                        "postgres", lambda _d: url, chosen["postgres"], 4 * cpus, tmp
+                        "postgres", lambda _d: url, chosen["postgres"], 4 * cpus, tmp, quick
                     )
                     _print_store(stores["postgres"])
                 else:

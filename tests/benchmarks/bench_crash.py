@@ -667,10 +667,12 @@ def _print_store(s: dict[str, Any]) -> None:
         rows.append((point, str(k["drawn"]), str(k["killed"]), str(k["trials_hit"])))
     print_rows(rows)
     m = s["moments"]
+    spans = [c["seconds"] * 1000 for c in s["calibration"].values()]
     print(
         f"\nkilled at a random moment: {m['trials']} trials, {m['drawn']} moments drawn, "
         f"{m['killed']} killed a step (the others came after the step ended; "
-        f"{m['first_step_outlived']} first steps outlived theirs)"
+        f"{m['first_step_outlived']} first steps outlived theirs); drawn over 0 to "
+        f"{min(spans):.0f}-{max(spans):.0f} ms (the median kill-free run of each shape)"
     )
     rows = [("where it landed (the log tells)", "killed there", "trials hit")]
     for phase, k in s["moment_phases"].items():

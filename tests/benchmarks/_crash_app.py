@@ -12,14 +12,23 @@ effects in a file (one line each, fsynced):
 
 A child process runs one *step* of a trial (`step`): it opens the trial's
 session store (a SQLite path or a ``postgresql://`` URL) behind `Probed`,
-starts the run (the first step of a trial, or again when nothing of it was
-recorded), or continues it (``agent.run(None, session=S)``, streamed), and
-approves every call a suspension waits for, with its digest, all at once or
-one call per run, until the run completes. Everything it does goes to the
-trial's event log as JSON lines (``{"pid", "ev", ...}``), written before the
-step moves on: the model's requests (``ask``), what the store recorded
-(``j<kind>`` after ``journal_append`` returned, ``saved`` after ``save``),
-the decisions it sends (``decide``), the outcome, and where it was killed.
+starts the run (when the store holds nothing of it yet, as the parent
+read it after the last step), or continues it (``agent.run(None, session=S)``, streamed), and
+decides every call a suspension waits for, all at once or one call per run,
+until the run completes. What it decides about each call was drawn by the
+harness (`decision`, from the step's ``decisions``): approve (with the
+digest shown), reject (with a reason) or edit (a smaller amount, with the
+digest shown); an edit may first be tried with arguments the tool's schema
+refuses (`bad_edit`), which the kernel must refuse with nothing recorded.
+Everything it does goes to the trial's event log as JSON lines (``{"pid",
+"ev", ...}``), written before the step moves on: the model's requests
+(``ask``), what the store recorded (``j<kind>`` after ``journal_append``
+returned, ``saved`` after ``save``), the decisions it sends (``decide``,
+``refused``), the calls each outcome shows, and where it was killed. Marks
+(`EventLog.mark`, written but not fsynced: a killed process's writes
+survive it) say where it is in between: each point reached (``at``), a
+journal write or a save under way (``jwrite``, ``saving``); from them the
+harness tells where a kill at a random moment landed.
 
 A kill point is a name and an occurrence (`Killer`): the child kills itself
 with SIGKILL the ``n``-th time it reaches that point. The points (`POINTS`):
@@ -33,6 +42,9 @@ with SIGKILL the ``n``-th time it reaches that point. The points (`POINTS`):
 - ``finished_recorded``: after the journal holds a call's result, before
   the transcript is saved;
 - ``save_before`` / ``save_after``: around the save of the transcript.
+
+A step may also be killed by the zygote at a random moment instead
+(`tests.benchmarks._crash_zygote`): then no point is named.
 
 Only ``seamkit`` (and, for a PostgreSQL store, its plugin) is imported: the
 zygote (`tests.benchmarks._crash_zygote`) imports this module once and forks
@@ -48,6 +60,7 @@ import os
 import re
 import signal
 import sys
+import time
 import traceback
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -59,10 +72,13 @@ from seamkit import (
     Approve,
     CallInfo,
     Decisions,
+    Edit,
     JournalEntry,
     Message,
     ModelRequest,
     ModelTurn,
+    PendingCall,
+    Reject,
     ResumeError,
     RunResult,
     SessionStore,
@@ -81,7 +97,9 @@ __all__ = [
     "EventLog",
     "Killer",
     "Probed",
+    "bad_edit",
     "child_main",
+    "decision",
     "open_store",
     "steps_of",
 ]
@@ -154,11 +172,18 @@ class EventLog:
 
     def __init__(self, path: Path) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.t0 = time.monotonic()
 
     def write(self, ev: str, **data: Any) -> None:
-        line = json.dumps({"pid": os.getpid(), "ev": ev, **data}, separators=(",", ":"))
-        os.write(self.fd, line.encode() + b"\n")
+        self.mark(ev, **data)
         os.fsync(self.fd)
+
+    def mark(self, ev: str, **data: Any) -> None:
+        """A line written, not fsynced: it survives the process (a SIGKILL
+        loses nothing the kernel holds), not the machine."""
+        t = round((time.monotonic() - self.t0) * 1000, 2)  # ms since the log was opened
+        line = json.dumps({"pid": os.getpid(), "ev": ev, "ms": t, **data}, separators=(",", ":"))
+        os.write(self.fd, line.encode() + b"\n")
 
 
 class Killer:
@@ -171,8 +196,11 @@ class Killer:
         self.n = n
         self.reached: Counter[str] = Counter()
 
-    def reach(self, point: str) -> None:
+    def reach(self, point: str, **where: Any) -> None:
+        """``point`` is reached (marked in the log, with ``where``: the call
+        or the order a tool works on)."""
         self.reached[point] += 1
+        self.log.mark("at", point=point, **where)
         if point == self.point and self.reached[point] == self.n:
             self.log.write("killed", point=point, n=self.n)
             os.kill(os.getpid(), signal.SIGKILL)
@@ -195,31 +223,31 @@ PROBE = _Probe()
 @seamkit.tool(approval=True, effects="once")
 def refund(order: str, amount: int, info: CallInfo) -> str:
     """Refund ``amount`` on ``order`` (acts once; needs approval)."""
-    PROBE.killer.reach("tool_before:refund")
+    PROBE.killer.reach("tool_before:refund", call=info.call_id)
     PROBE.effects.write(
         "refund", call=info.call_id, key=info.idempotency_key, order=order, amount=amount
     )
-    PROBE.killer.reach("tool_after:refund")
+    PROBE.killer.reach("tool_after:refund", call=info.call_id)
     return f"refunded {order} {amount}"
 
 
 @seamkit.tool(effects="idempotent")
 def reserve(item: str, info: CallInfo) -> str:
     """Reserve ``item`` (idempotent under its key)."""
-    PROBE.killer.reach("tool_before:reserve")
+    PROBE.killer.reach("tool_before:reserve", call=info.call_id)
     PROBE.effects.write(
         "reserve", call=info.call_id, key=info.idempotency_key, attempt=info.attempt, item=item
     )
-    PROBE.killer.reach("tool_after:reserve")
+    PROBE.killer.reach("tool_after:reserve", call=info.call_id)
     return f"reserved {item}"
 
 
 @seamkit.tool(effects="none")
 def lookup(order: str) -> str:
     """Look ``order`` up (no effect on the world)."""
-    PROBE.killer.reach("tool_before:lookup")
+    PROBE.killer.reach("tool_before:lookup", order=order)
     PROBE.effects.write("lookup", order=order)
-    PROBE.killer.reach("tool_after:lookup")
+    PROBE.killer.reach("tool_after:lookup", order=order)
     return f"order {order}: late"
 
 
@@ -269,8 +297,9 @@ class Probed:
         self, name: str, transcript: Sequence[Message], state: Mapping[str, Any]
     ) -> None:
         self.killer.reach("save_before")
-        await self.inner.save(name, transcript, state)
         pending = [p["call_id"] for p in state.get("seamkit.pending", ())]
+        self.log.mark("saving", messages=len(transcript), pending=pending)
+        await self.inner.save(name, transcript, state)
         self.log.write("saved", steps=steps_of(transcript), pending=pending)
         self.killer.reach("save_after")
 
@@ -292,6 +321,7 @@ class Probed:
         kinds = {e.kind for e in entries}
         if "decided" in kinds:
             self.killer.reach("decision_before")
+        self.log.mark("jwrite", entries=[[e.kind, e.call_id] for e in entries])
         await self.inner.journal_append(name, entries)
         for e in entries:
             data: dict[str, Any] = {"call": e.call_id}
@@ -302,7 +332,7 @@ class Probed:
             elif e.kind == "finished":
                 data["content"] = e.data.get("content")
             elif e.kind == "decided":
-                data["action"] = (e.data.get("decision") or {}).get("action")
+                data["decision"] = e.data.get("decision")
             self.log.write(f"j{e.kind}", **data)
         if "turn" in kinds:
             self.killer.reach("turn_recorded")
@@ -356,16 +386,57 @@ def _report(log: EventLog, result: RunResult) -> None:
     pending = []
     if isinstance(result.outcome, Suspended):
         pending = [
-            {"call": p.call_id, "digest": p.digest, "decided": p.decision is not None}
+            {
+                "call": p.call_id,
+                "tool": p.tool,
+                "arguments": p.arguments,
+                "digest": p.digest,
+                "decided": p.decision is not None,
+            }
             for p in result.outcome.pending
         ]
     log.write("outcome", kind=result.outcome.kind, pending=pending)
 
 
+def decision(spec: Mapping[str, Any], pending: PendingCall) -> Approve | Reject | Edit:
+    """The decision ``spec`` draws for ``pending``: ``{"action": "approve"}``,
+    ``{"action": "reject", "reason": ...}`` or ``{"action": "edit",
+    "arguments": {...}}`` (an approval and an edit carry the digest shown)."""
+    action = spec.get("action", "approve")
+    if action == "reject":
+        return Reject(str(spec["reason"]))
+    if action == "edit":
+        return Edit(dict(spec["arguments"]), digest=pending.digest)
+    return Approve(digest=pending.digest)
+
+
+def bad_edit(spec: Mapping[str, Any], pending: PendingCall) -> Edit | None:
+    """The edit the tool's schema must refuse that ``spec`` tries first, if any."""
+    bad = spec.get("bad")
+    return Edit(dict(bad), digest=pending.digest) if spec.get("action") == "edit" and bad else None
+
+
+async def _refuse(
+    agent: seamkit.Agent, log: EventLog, session: str, store: SessionStore, edit: Edit, call: str
+) -> None:
+    """Send ``edit`` (arguments the tool refuses) for ``call``: it must be
+    refused with nothing recorded; a `RuntimeError` (the step fails) if not."""
+    try:
+        await _streamed(agent, Decisions({call: edit}), session, store)
+    except ResumeError as exc:
+        log.write("refused", call=call, arguments=edit.arguments, message=exc.message)
+        return
+    log.write("accepted", call=call, arguments=edit.arguments)
+    raise RuntimeError(f"the edit {edit.arguments!r} of {call} was not refused")
+
+
 async def step(cfg: Mapping[str, Any]) -> None:
     """One step of a trial (see the module's docs); ``cfg`` holds ``store``,
     ``session``, ``dir`` (the trial's directory), ``kill`` (``[point, n]`` or
-    ``None``), ``concurrency`` and ``decide`` (``"all"`` or ``"one"``)."""
+    ``None``), ``fresh`` (the store holds nothing of the session: the step
+    starts the run; otherwise it continues it), ``concurrency``, ``decide``
+    (``"all"`` or ``"one"``) and ``decisions`` (per call id, what `decision`
+    and `bad_edit` read; a call it leaves out is approved)."""
     directory = Path(cfg["dir"])
     log = EventLog(directory / "events.jsonl")
     point, n = cfg["kill"] or (None, 0)
@@ -375,11 +446,10 @@ async def step(cfg: Mapping[str, Any]) -> None:
     inner = open_store(cfg["store"])
     store = Probed(inner, log, killer)
     session = cfg["session"]
+    drawn: Mapping[str, Mapping[str, Any]] = cfg.get("decisions") or {}
     agent = build_agent(cfg["concurrency"])
     try:
-        stored = await inner.load(session)
-        journal = await inner.journal_read(session)
-        fresh = stored is None and not journal
+        fresh = bool(cfg["fresh"])
         log.write("input", fresh=fresh)
         try:
             result = await _streamed(agent, MESSAGE if fresh else None, session, store)
@@ -392,15 +462,32 @@ async def step(cfg: Mapping[str, Any]) -> None:
             chosen = waiting if cfg["decide"] == "all" else waiting[:1]
             if not chosen:
                 raise RuntimeError(f"suspended with every call decided: {result.outcome!r}")
-            log.write("decide", calls=[p.call_id for p in chosen])
-            decisions = Decisions({p.call_id: Approve(digest=p.digest) for p in chosen})
-            result = await _streamed(agent, decisions, session, store)
+            specs = {p.call_id: drawn.get(p.call_id, {}) for p in chosen}
+            for p in chosen:
+                if (edit := bad_edit(specs[p.call_id], p)) is not None:
+                    await _refuse(agent, log, session, store, edit, p.call_id)
+            made = {p.call_id: decision(specs[p.call_id], p) for p in chosen}
+            log.write(
+                "decide",
+                calls=list(made),
+                decisions={c: {"action": d.action, **_fields(d)} for c, d in made.items()},
+            )
+            result = await _streamed(agent, Decisions(made), session, store)
             _report(log, result)
         log.write("reached", counts=dict(killer.reached))
     finally:
         close = getattr(inner, "aclose", None)
         if close is not None:
             await close()
+
+
+def _fields(d: Approve | Reject | Edit) -> dict[str, Any]:
+    """What a decision says beyond its action."""
+    if isinstance(d, Reject):
+        return {"reason": d.reason}
+    if isinstance(d, Edit):
+        return {"arguments": d.arguments, "digest": d.digest}
+    return {"digest": d.digest}
 
 
 def child_main(cfg: Mapping[str, Any]) -> int:

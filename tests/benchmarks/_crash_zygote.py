@@ -3,16 +3,21 @@ real child process per step, so that a thousand trials do not pay the
 interpreter's start-up and seamkit's import a few thousand times.
 
 ``python -m tests.benchmarks._crash_zygote`` (cwd the repository root)
-imports `tests.benchmarks._crash_app` and seamkit's plugin registry (and,
-with ``--postgres``, the PostgreSQL store's plugin), prints ``ready``, then
+imports `tests.benchmarks._crash_app`, seamkit's plugin registry and its
+engine (by building the app's agent once; no thread, no event loop) and,
+with ``--postgres``, the PostgreSQL store's plugin; prints ``ready``, then
 reads one JSON step configuration per line on standard input. For each it
 forks a child (standard input from ``/dev/null``, standard output and error
 appended to the file the configuration's ``stderr`` names) that runs
 `tests.benchmarks._crash_app.child_main` and exits with its status; the
-zygote waits for it (killing it after ``timeout`` seconds) and answers one
-JSON line: ``{"signal": N}`` when a signal ended it, else ``{"exit": N}``,
-plus ``"timeout": true`` when it had to be killed. Nothing runs in the
-zygote itself (no event loop, no thread), so every fork starts clean.
+zygote waits for it and answers one JSON line: ``{"signal": N}`` when a
+signal ended it, else ``{"exit": N}``, with its ``"pid"`` and the
+``"seconds"`` from the fork to its end. With ``kill_after`` (seconds) in
+the configuration, the zygote kills the child with SIGKILL that long after
+the fork, wherever it is (a kill at a random moment: ``"moment": true`` in
+the answer), unless it ended first; after ``timeout`` seconds it kills it
+too (``"timeout": true``). Nothing runs in the zygote itself (no event
+loop, no thread), so every fork starts clean.
 """
 
 from __future__ import annotations
@@ -22,32 +27,43 @@ import os
 import select
 import signal
 import sys
+import time
 from typing import Any
 
 from seamkit.plugins import get_registry
 
-from tests.benchmarks._crash_app import child_main
+from tests.benchmarks._crash_app import build_agent, child_main
 
 
-def _wait(pid: int, timeout: float) -> dict[str, Any]:
-    """How child ``pid`` ended; killed with SIGKILL after ``timeout`` seconds."""
-    timed_out = False
+def _wait(pid: int, forked: float, timeout: float, kill_after: float | None) -> dict[str, Any]:
+    """How child ``pid`` (forked at ``forked``, a `time.monotonic`) ended;
+    killed with SIGKILL ``kill_after`` seconds after its fork (a moment), or
+    after ``timeout`` seconds."""
+    why = ""
     fd = os.pidfd_open(pid)
     try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            os.kill(pid, signal.SIGKILL)
-            timed_out = True
+        for deadline, reason in ((kill_after, "moment"), (timeout, "timeout")):
+            if deadline is None:
+                continue
+            left = max(0.0, forked + deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                why = reason
+                break
     finally:
         os.close(fd)
     _, status = os.waitpid(pid, 0)
+    ended = time.monotonic()
     out: dict[str, Any] = (
         {"signal": os.WTERMSIG(status)}
         if os.WIFSIGNALED(status)
         else {"exit": os.WEXITSTATUS(status)}
     )
-    if timed_out:
-        out["timeout"] = True
+    out["seconds"] = round(ended - forked, 6)
+    out["pid"] = pid
+    if why and "signal" in out:
+        out[why] = True
     return out
 
 
@@ -67,6 +83,7 @@ def _child(cfg: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> None:
     get_registry()  # the plugins are found once, here
+    build_agent(1)  # and the engine's modules (seamkit imports them lazily) imported
     if "--postgres" in argv:
         import seamkit_sessions_postgres  # lazy: only PostgreSQL trials need it
 
@@ -77,10 +94,13 @@ def main(argv: list[str]) -> None:
         cfg = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
+        forked = time.monotonic()
         pid = os.fork()
         if pid == 0:
             _child(cfg)
-        print(json.dumps(_wait(pid, float(cfg.get("timeout", 60)))), flush=True)
+        after = cfg.get("kill_after")
+        status = _wait(pid, forked, float(cfg.get("timeout", 60)), after)
+        print(json.dumps(status), flush=True)
 
 
 if __name__ == "__main__":

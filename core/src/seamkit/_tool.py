@@ -13,7 +13,7 @@ import re
 import traceback
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, get_args, overload
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
@@ -55,7 +55,7 @@ _EMPTY_CONTEXT = ActionContext(context_id="empty")
 _PYDANTIC_PREFIX = "Error serializing to JSON: "
 _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})
 _NO_REDACTOR = Redactor()
-_EFFECTS: tuple[Effects, ...] = ("none", "idempotent", "once")
+_EFFECTS: tuple[str, ...] = get_args(Effects)
 
 
 TOOL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$"

@@ -11,6 +11,14 @@ fail-fast: sequentially the remaining calls never start; concurrently no new
 call starts, calls in flight are drained, and the stop of the lowest call
 index wins. A KeyboardInterrupt or SystemExit in a call stops the batch the
 same way and is re-raised once the calls in flight are drained.
+
+A call that needs approval (a hook's ``RequireApproval``, the tool's own
+rule) and has no approval for exactly its arguments is held, not run; a
+continued run's calls come with their decisions and what the journal knows
+of them: a recorded result is committed (after ``on_post_tool_use``), a
+``once`` call cut short is in doubt, an ``idempotent`` one runs again with its
+first key. A call with effects is journaled before its body runs and its
+result as soon as it returns.
 """
 
 from __future__ import annotations

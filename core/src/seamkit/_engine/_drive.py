@@ -21,7 +21,12 @@ result of every tool that ran (each tool message answering one call id):
   cancellation of the run lets it finish, a second one cuts it short;
 - a hook raising KeyboardInterrupt or SystemExit ends the run as
   ``cancelled``; on_completion still fires, and the exception is re-raised;
-- every diagnostic and the outcome's text go through the run's redactor.
+- every diagnostic and the outcome's text go through the run's redactor;
+- calls that wait for approval end the run ``suspended`` once the rest of
+  their batch settled; a continued run (decisions, a journal) starts with the
+  open calls of its last turn (`Resume`) instead of ``on_request_start``;
+- with a journal, a model turn is recorded as soon as it is accepted, before
+  any of its calls runs (`seamkit._engine._journaling`).
 """
 
 from __future__ import annotations

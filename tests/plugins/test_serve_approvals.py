@@ -267,6 +267,21 @@ def test_approving_with_the_digest_runs_the_tool_once_and_answers_with_the_next_
     assert (answer.model_extra or {})["seamkit"]["outcome"] == "suspended"
 
 
+def test_a_retried_decisions_request_runs_the_call_once(app: Approvals) -> None:
+    # A client's automatic retry: the same request twice at once. The session's
+    # lock puts them one after the other; the second finds nothing waiting.
+    from concurrent.futures import ThreadPoolExecutor
+
+    session, pending = app.suspend()
+    before = app.ran()
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(lambda _: app.decide(session, approve(pending)), range(2)))
+    assert sorted(a.status_code for a in answers) == [200, 409]
+    [refused] = [a for a in answers if a.status_code == 409]
+    assert refused.json()["error"]["code"] in ("decision_refused", "session_busy")
+    assert len(app.ran()) == len(before) + 1
+
+
 def test_decisions_streamed(app: Approvals) -> None:
     session, pending = app.suspend()
     before = len(app.ran())

@@ -55,11 +55,6 @@ class RunJournal:
         )
         self.upto = len(transcript)
 
-    def continuing(self, transcript: Sequence[Message]) -> None:
-        """A run that continues its stored transcript as it is (decisions):
-        the start records nothing but that."""
-        self.begin(transcript)
-
     async def _write(self, *entries: JournalEntry) -> None:
         if self._start is not None:
             entries = (self._start, *entries)

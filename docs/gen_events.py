@@ -59,6 +59,8 @@ EXAMPLE_BODIES: dict[str, str] = {
     "Repair": "Repair(call.name.lower(), call.arguments)",
     "Fail": 'Fail(f"invalid tool call: {error}")',
     "RequireApproval": 'RequireApproval(f"{call.name} acts on the world: a person decides")',
+    "Hold": 'Hold(0 if final else len(text.rpartition(" ")[2]))',
+    "RewriteText": 'RewriteText(text.replace("internal.example.com", "[host]"))',
 }
 """What an example hookimpl returns, by flow type: it may use the arguments of
 every event that accepts the flow, and the names ``example_imports()`` brings."""

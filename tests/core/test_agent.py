@@ -157,8 +157,10 @@ def test_run_and_stream_behave_the_same(name: str) -> None:
     assert plain.outcome == streamed.outcome
     assert plain.output == streamed.output
     assert plain.usage == streamed.usage
-    assert [(c.event, c.turn, c.args) for c in r1.calls] == [
-        (c.event, c.turn, c.args) for c in r2.calls
+    # on_text_delta is the one event that sees the stream's pieces (the
+    # whole text, once, in a run that does not stream): the others agree
+    assert [(c.event, c.turn, c.args) for c in r1.calls if c.event != "on_text_delta"] == [
+        (c.event, c.turn, c.args) for c in r2.calls if c.event != "on_text_delta"
     ]
     assert {c.is_streaming for c in r1.calls} == {False}
     assert {c.is_streaming for c in r2.calls} == {True}
@@ -219,16 +221,18 @@ def test_hooks_fire_in_the_documented_order() -> None:
     assert recorder.events == [
         "on_request_start",
         "on_pre_llm",
+        "on_text_delta",  # the call's argument text
         "on_model_turn_finished",
         "on_pre_tool_use",
         "on_post_tool_use",
         "on_iteration_end",
         "on_pre_llm",
+        "on_text_delta",  # the answer
         "on_model_turn_finished",
         "on_completion",
     ]
     turns = [c.turn for c in recorder.calls]
-    assert turns == [0, 1, 1, 1, 1, 1, 2, 2, 2]
+    assert turns == [0, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2]
 
 
 # --- atomic batches ---------------------------------------------------------------
@@ -252,11 +256,16 @@ def test_sequential_terminate_never_starts_the_remaining_calls() -> None:
     streamed = asyncio.run(stream_run(agent, "go"))
     result = streamed.result
     assert result is not None and ran == [0]
-    assert result.outcome == seamkit.Terminated(reason="enough", hook="guard")
-    # the first call started (live) and ran: its result is kept (issue 17);
-    # the second never started, so nothing answers it
+    assert result.outcome == seamkit.Terminated(
+        reason="enough", hook="guard", event="on_post_tool_use"
+    )
+    # the first call started (live) and ran: a result is kept (issue 17),
+    # but not the content the hook stopped (issue 28); the second never
+    # started, so nothing answers it
     assert roles(result) == ["user", "assistant", "tool"]
-    assert result.transcript[2] == Message.tool("call_1_0", "0")
+    assert result.transcript[2] == Message.tool("call_1_0", "Result withheld by guard: enough")
+    (completed,) = streamed.of(S.ToolCompleted)
+    assert completed.result.is_error and completed.result.content.startswith("Result withheld")
     assert [e.call.index for e in streamed.of(S.ToolExecutionStart)] == [0]
     assert [e.call.index for e in streamed.of(S.ToolCompleted)] == [0]
 
@@ -290,7 +299,9 @@ def test_concurrent_batch_drains_in_flight_drops_the_rest_and_reports_the_lowest
 
     streamed, pending = asyncio.run(go())
     assert pending == []
-    assert streamed.result.outcome == seamkit.Terminated(reason="stop at 1", hook="guard")
+    assert streamed.result.outcome == seamkit.Terminated(
+        reason="stop at 1", hook="guard", event="on_pre_tool_use"
+    )
     assert started == [0] and finished == [0]  # call 0 was in flight: drained, not cancelled
     assert 3 not in started and 4 not in started
     # call 0 ran: its result is kept (issue 17); the stopped calls have none
@@ -396,7 +407,9 @@ def test_invalid_call_flows(answer: Any, outcome: str, tool_text: str | None) ->
     tools = [m.content for m in result.transcript if m.role == "tool"]
     assert tools == ([tool_text] if tool_text else [])
     if outcome == "terminated":
-        assert result.outcome == seamkit.Terminated(reason="stop", hook="guard")
+        assert result.outcome == seamkit.Terminated(
+            reason="stop", hook="guard", event="on_invalid_tool_call"
+        )
     if outcome == "failed":
         assert result.outcome == seamkit.Failed(error="broken")
 

@@ -21,6 +21,7 @@ from seamkit.testing import Recorder
 DESIGN_ARGS = {
     "on_request_start": ("ctx", "messages"),
     "on_pre_llm": ("ctx", "request"),
+    "on_text_delta": ("ctx", "text", "final"),
     "on_model_turn_finished": ("ctx", "turn"),
     "on_pre_tool_use": ("ctx", "call"),
     "on_post_tool_use": ("ctx", "call", "result"),
@@ -119,6 +120,9 @@ def test_each_place_an_event_is_spelt_agrees_with_the_table(event: HookEvent) ->
     if spec.composition is Composition.CHAIN:
         ending = {flow.Continue, flow.Skip, flow.Terminate}
         assert set(spec.flows) - ending == set(spec.rewrites), "a chained flow must thread"
+    elif spec.composition is Composition.HOLD:
+        ending = {flow.Continue, flow.Hold, flow.Terminate}
+        assert set(spec.flows) - ending == set(spec.rewrites), "a rewrite must thread"
     else:
         assert not spec.rewrites
 

@@ -386,6 +386,8 @@ def test_context_secrets_are_masked_in_outcomes_diagnostics_and_invalid_call_tex
         plugin_hooks=False,
     )
     result = agent.run_sync("go", context={"token": Secret(CONTEXT_SECRET)})
-    assert result.outcome == seamkit.Terminated(reason="stop ***", hook="noisy")
+    assert result.outcome == seamkit.Terminated(
+        reason="stop ***", hook="noisy", event="on_model_turn_finished"
+    )
     assert [d.message for d in result.diagnostics if d.code == "mine"] == ["saw ***"] * 2
     assert tool_messages(result) == [("c1", "unknown tool '***'. Available tools: add.")]

@@ -86,7 +86,8 @@ class Executed:
 def check_transcript(result: RunResult, executed: Executed, first_model_message: int) -> None:
     """Every tool message answers one call of the assistant message before it,
     at most once; every call id of a turn is set and unique; every tool that
-    ran is answered exactly once, with its result."""
+    ran is answered exactly once, with its result (withheld when a hook after
+    it stopped the run, or the run stopped while its hooks ran: issue 28)."""
     transcript = result.transcript
     segments: list[tuple[Message, list[Message]]] = []
     for message in transcript[first_model_message:]:
@@ -105,6 +106,9 @@ def check_transcript(result: RunResult, executed: Executed, first_model_message:
     for turn, call_id, content in executed.seen:
         assistant, answers = next(s for s in segments if s[0] is model_turns[turn - 1])
         matching = [a for a in answers if a.tool_call_id == call_id]
+        stopped = result.outcome.kind in ("terminated", "failed", "cancelled")
+        if stopped and len(matching) == 1 and matching[0].text.startswith("Result withheld by "):
+            continue
         assert [a.content for a in matching] == [content], (call_id, matching)
 
 
@@ -282,6 +286,11 @@ MALFORMED: dict[type, st.SearchStrategy[object]] = {
     F.Terminate: _not_text.map(F.Terminate),
     F.Fail: _not_text.map(F.Fail),
     F.Retry: _not_text_or_none.map(F.Retry),
+    F.Hold: st.sampled_from([-1, "3", 1.5, True, None]).map(F.Hold),
+    F.RewriteText: st.one_of(
+        _not_text.map(F.RewriteText),
+        st.sampled_from([-2, "1", None]).map(lambda keep: F.RewriteText("x", keep)),
+    ),
     F.Repair: st.one_of(
         _not_text.map(F.Repair),
         (_not_mapping.filter(lambda v: v is not None) | _bad_mapping).map(
@@ -300,6 +309,7 @@ _events_with_payloads = [e for e in HookEvent if e is not HookEvent.ON_COMPLETIO
 _signatures: dict[HookEvent, Callable[..., Any]] = {
     HookEvent.ON_REQUEST_START: lambda self, ctx, messages: self.answer,
     HookEvent.ON_PRE_LLM: lambda self, ctx, request: self.answer,
+    HookEvent.ON_TEXT_DELTA: lambda self, ctx, text, final: self.answer,
     HookEvent.ON_MODEL_TURN_FINISHED: lambda self, ctx, turn: self.answer,
     HookEvent.ON_PRE_TOOL_USE: lambda self, ctx, call: self.answer,
     HookEvent.ON_POST_TOOL_USE: lambda self, ctx, call, result: self.answer,

@@ -63,6 +63,7 @@ class HookEvent(enum.StrEnum):
 
     ON_REQUEST_START = "on_request_start"
     ON_PRE_LLM = "on_pre_llm"
+    ON_TEXT_DELTA = "on_text_delta"
     ON_MODEL_TURN_FINISHED = "on_model_turn_finished"
     ON_PRE_TOOL_USE = "on_pre_tool_use"
     ON_POST_TOOL_USE = "on_post_tool_use"
@@ -80,6 +81,9 @@ class Composition(enum.StrEnum):
     """Every hook sees the baseline; patches merge in order; Terminate discards them."""
     FIRST = "first"
     """The first flow that is not Continue wins."""
+    HOLD = "hold"
+    """A chain whose holds add up: each RewriteText feeds the next hook, and
+    what is released is the shortest text any hook released."""
     ALL = "all"
     """Every hook runs; failures are logged; the outcome never changes."""
 
@@ -139,6 +143,13 @@ EVENTS: dict[HookEvent, EventSpec] = {
             {"ctx": "HookContext", "request": "ModelRequest"},
             F.PreLlmFlow,
             Composition.ACCUMULATE,
+        ),
+        EventSpec(
+            HookEvent.ON_TEXT_DELTA,
+            {"ctx": "HookContext", "text": "str", "final": "bool"},
+            F.TextDeltaFlow,
+            Composition.HOLD,
+            rewrites={F.RewriteText: "text"},
         ),
         EventSpec(
             HookEvent.ON_MODEL_TURN_FINISHED,

@@ -42,6 +42,12 @@ def _text(value: object, field: str, *, optional: bool = False) -> str | None:
     return f"{field} is {_kind(value)}, not str" + (" or None" if optional else "")
 
 
+def _count(value: object, field: str) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return None
+    return f"{field} is {value!r}, not a count of characters (an int, 0 or more)"
+
+
 def _arguments(value: object, field: str, *, optional: bool = False) -> str | None:
     if optional and value is None:
         return None
@@ -168,6 +174,8 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
     F.RequireApproval: lambda flow: (
         _text(flow.reason, "reason") or _arguments(flow.arguments, "arguments", optional=True)
     ),
+    F.Hold: lambda flow: _count(flow.keep, "keep"),
+    F.RewriteText: lambda flow: _text(flow.text, "text") or _count(flow.keep, "keep"),
     F.Retry: lambda flow: _text(flow.feedback, "feedback", optional=True),
     F.Repair: _repair,
 }

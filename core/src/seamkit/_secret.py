@@ -149,7 +149,7 @@ class Redactor:
     `extend` adds more. A redactor with nothing to mask returns its input.
     """
 
-    __slots__ = ("_forms", "_patterns")
+    __slots__ = ("_firsts", "_forms", "_longest", "_patterns", "_starts")
 
     def __init__(
         self,
@@ -161,26 +161,25 @@ class Redactor:
             plain = secret.get_secret_value() if isinstance(secret, Secret) else secret
             if plain is not None and str(plain):
                 forms |= _forms(str(plain))
-        # longest first: no partial masks
-        self._forms = tuple(sorted(forms, key=len, reverse=True))
+        self._set_forms(forms)
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+
+    def _set_forms(self, forms: Iterable[str]) -> None:
+        # longest first: no partial masks
+        self._forms = tuple(sorted(set(forms), key=len, reverse=True))
+        self._longest = len(self._forms[0]) if self._forms else 0
+        self._firsts = frozenset(form[0] for form in self._forms)
+        # the proper prefixes of the forms: what a stream holds back
+        self._starts = frozenset(form[:n] for form in self._forms for n in range(1, len(form)))
 
     def __call__(self, text: str) -> str:
         """``text`` with every secret form and every pattern match masked:
         all are found in the text as given, and each run of overlapping
         matches becomes one ``***`` (so a secret inside a pattern's match
         cannot break the match, nor a match leave part of a secret)."""
-        found: list[tuple[int, int]] = []
-        for form in self._forms:
-            start = text.find(form)
-            while start != -1:
-                found.append((start, start + len(form)))
-                start = text.find(form, start + len(form))  # as str.replace finds them
-        for pattern in self._patterns:
-            found.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
+        found = self._spans(text)
         if not found:
             return text
-        found.sort()
         pieces: list[str] = []
         done = 0  # text before ``done`` is written
         start, end = found[0]
@@ -192,6 +191,42 @@ class Redactor:
             done, start, end = end, next_start, next_end
         pieces += (text[done:start], MASK, text[end:])
         return "".join(pieces)
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secret forms and the pattern matches are in ``text``, sorted."""
+        found: list[tuple[int, int]] = []
+        for form in self._forms:
+            start = text.find(form)
+            while start != -1:
+                found.append((start, start + len(form)))
+                start = text.find(form, start + len(form))  # as str.replace finds them
+        for pattern in self._patterns:
+            found.extend(m.span() for m in pattern.finditer(text) if m.end() > m.start())
+        found.sort()
+        return found
+
+    def unfinished(self, text: str) -> int:
+        """How many characters at the end of ``text`` a stream must hold back:
+        the longest suffix that begins a secret form (in any encoding) without
+        being all of it, widened to the start of any whole form it cuts into.
+
+        What comes before them can be masked and released: no secret is cut
+        in two by a release, and text that begins no secret is not held.
+        """
+        if not self._starts:
+            return 0
+        n = len(text)
+        cut = n
+        for i in range(max(0, n - self._longest + 1), n):
+            if text[i] in self._firsts and text[i:] in self._starts:
+                cut = i
+                break
+        if cut == n:
+            return 0
+        for start, end in reversed(self._spans(text)):  # a whole form across the cut
+            if start < cut < end:
+                cut = start
+        return n - cut
 
     def __bool__(self) -> bool:
         """Whether this redactor masks anything at all."""
@@ -210,7 +245,7 @@ class Redactor:
         if not self:
             return more
         joined = Redactor()
-        joined._forms = tuple(sorted({*self._forms, *more._forms}, key=len, reverse=True))
+        joined._set_forms((*self._forms, *more._forms))
         joined._patterns = (*self._patterns, *more._patterns)
         return joined
 

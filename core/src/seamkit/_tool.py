@@ -123,6 +123,7 @@ class Tool:
         "effects",
         "function",
         "name",
+        "stream_output",
         "tags",
         "terminal",
         "timeout_seconds",
@@ -139,6 +140,7 @@ class Tool:
         timeout_seconds: float | None = None,
         approval: ApprovalSetting | ApprovalRule = False,
         effects: Effects = "once",
+        stream_output: bool = True,
         _signature: ToolSignature | None = None,
     ) -> None:
         if not callable(function):
@@ -175,6 +177,9 @@ class Tool:
             )
         self.effects: Effects = effects
         """What running it does: ``none``, ``idempotent`` or ``once`` (the journal's rule)."""
+        self.stream_output = bool(stream_output)
+        """Whether the chunks it streams are shown live (`ToolOutputDelta`) or
+        only once its ``on_post_tool_use`` hooks passed its result."""
         self._async = _is_async(function)
         self._fields = self._sig.fields
         self._validate = self._sig.model.__pydantic_validator__.validate_json
@@ -205,6 +210,7 @@ class Tool:
         timeout_seconds: float | None = None,
         approval: ApprovalSetting | ApprovalRule = False,
         effects: Effects = "once",
+        stream_output: bool = True,
     ) -> Tool:
         """A tool whose JSON Schema comes from elsewhere (a tool service, an
         MCP server): ``await call(arguments, ctx)`` runs it.
@@ -217,7 +223,8 @@ class Tool:
         `seamkit.stream.ToolOutputDelta` and joined into the result; a
         `ToolResult` it yields ends the stream and is the result, so a
         stream can end in an error the model sees).
-        ``approval`` and ``effects`` are as for :func:`seamkit.tool`. ``call``
+        ``approval``, ``effects`` and ``stream_output`` are as for
+        :func:`seamkit.tool`. ``call``
         may take a third parameter: it then receives the call's `CallInfo`.
         Raises `ToolDefinitionError` for a schema that is not valid JSON
         Schema or not an object schema.
@@ -232,6 +239,7 @@ class Tool:
             timeout_seconds=timeout_seconds,
             approval=approval,
             effects=effects,
+            stream_output=stream_output,
         )
 
     @property
@@ -252,7 +260,7 @@ class Tool:
 
     def replace(self, **changes: Any) -> Tool:
         """A copy with ``name``, ``description``, ``tags``, ``terminal``,
-        ``timeout_seconds``, ``approval`` or ``effects`` changed (the
+        ``timeout_seconds``, ``approval``, ``effects`` or ``stream_output`` changed (the
         signature is not analysed again)."""
         options: dict[str, Any] = {
             "name": self.name,
@@ -262,6 +270,7 @@ class Tool:
             "timeout_seconds": self.timeout_seconds,
             "approval": self.approval,
             "effects": self.effects,
+            "stream_output": self.stream_output,
         }
         unknown = set(changes) - set(options)
         if unknown:
@@ -538,17 +547,20 @@ def tool(
     timeout_seconds: float | None = None,
     approval: ApprovalSetting = False,
     effects: Effects = "once",
+    stream_output: bool = True,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a function (plain or ``async def``) a tool: ``@seamkit.tool`` or
     ``@seamkit.tool(name=..., description=..., tags=..., terminal=...,
-    timeout_seconds=..., approval=..., effects=...)``.
+    timeout_seconds=..., approval=..., effects=..., stream_output=...)``.
 
     The description defaults to the docstring; the argument schema comes from
     the type hints. ``approval`` says when a call needs a person's approval
     (``True``, or ``{"when": <JSON Schema over the arguments>}``);
     ``effects`` what running it does (``"none"``, ``"idempotent"``, or
     ``"once"``, the default), which decides what happens to a call a crash
-    cut short. See :class:`Tool`.
+    cut short; ``stream_output=False`` keeps the chunks a streaming tool
+    yields from the stream until its ``on_post_tool_use`` hooks passed the
+    result. See :class:`Tool`.
     """
 
     def make(fn: Callable[..., Any]) -> Tool:
@@ -561,6 +573,7 @@ def tool(
             timeout_seconds=timeout_seconds,
             approval=approval,
             effects=effects,
+            stream_output=stream_output,
         )
 
     return make if function is None else make(function)
@@ -611,6 +624,7 @@ class _SchemaTool(Tool):
         timeout_seconds: float | None = None,
         approval: ApprovalSetting | ApprovalRule = False,
         effects: Effects = "once",
+        stream_output: bool = True,
         _validator: Validator | None = None,
     ) -> None:
         validator = _validator or _compile(name, parameters)
@@ -623,6 +637,7 @@ class _SchemaTool(Tool):
             timeout_seconds=timeout_seconds,
             approval=approval,
             effects=effects,
+            stream_output=stream_output,
             _signature=_schema_signature(name, description, parameters),
         )
         self._takes_info = _positional_count(call) >= 3

@@ -259,9 +259,9 @@ def apply_settings(
     config: object, tools: Sequence[Tool], *, check: bool = True
 ) -> tuple[tuple[Tool, ...], list[Problem]]:
     """``tools`` (what a kind resolved ``config`` to) with the entry's
-    ``approval`` and ``effects`` applied, and, when ``check``, a problem for
-    each name of a map that is not among them (located at the field's name,
-    relative to the entry). ``stream_output`` is kept in the config only."""
+    ``approval``, ``effects`` and ``stream_output`` applied, and, when
+    ``check``, a problem for each name of a map that is not among them
+    (located at the field's name, relative to the entry)."""
     problems: list[Problem] = []
     settings = list(_settings(config))
     if not settings:
@@ -286,7 +286,7 @@ def apply_settings(
         changes: dict[str, Any] = {}
         for field, value in settings:
             chosen = value.of(tool.name)
-            if chosen is not None and field != "stream_output":
+            if chosen is not None:
                 changes[field] = chosen
         out.append(tool.replace(**changes) if changes else tool)
     return tuple(out), problems

@@ -155,6 +155,9 @@ class ToolCall(BaseModel):
     ``index`` is its position in the turn's batch; ``raw_arguments`` keeps the
     model's own text. When that text is not a JSON object, ``arguments`` is
     empty and ``arguments_error`` says why: the call is invalid.
+    ``result_source`` says where the result ``on_post_tool_use`` sees came
+    from: the tool ran (``"tool"``), or the run's journal recovered it after a
+    crash (``"journal"``: the hooks saw it once already, before the crash).
     """
 
     model_config = _FROZEN
@@ -165,6 +168,7 @@ class ToolCall(BaseModel):
     raw_arguments: str = "{}"
     index: int = 0
     arguments_error: str | None = None
+    result_source: Literal["tool", "journal"] = "tool"
 
     @classmethod
     def from_message(
@@ -319,12 +323,14 @@ class Completed(BaseModel):
 
 
 class Terminated(BaseModel):
-    """A hook (or a terminal tool) stopped the run on purpose."""
+    """A hook (or a terminal tool) stopped the run on purpose: ``hook`` and
+    the ``event`` where it did."""
 
     model_config = _FROZEN
     kind: Literal["terminated"] = "terminated"
     reason: str
     hook: str | None = None
+    event: str | None = None
 
 
 class Failed(BaseModel):

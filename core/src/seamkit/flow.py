@@ -25,6 +25,7 @@ __all__ = [
     "Dispatched",
     "Fail",
     "Flow",
+    "Hold",
     "InvalidToolCallFlow",
     "IterationEndFlow",
     "ModelTurnFinishedFlow",
@@ -39,8 +40,10 @@ __all__ = [
     "RewriteArgs",
     "RewriteMessages",
     "RewriteResult",
+    "RewriteText",
     "Skip",
     "Terminate",
+    "TextDeltaFlow",
 ]
 
 
@@ -94,6 +97,36 @@ class RewriteResult:
     def applied_to(self, result: ToolResult) -> ToolResult:
         """What the next hook of the chain sees instead of ``result``."""
         return result.model_copy(update={"content": self.content})
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """Release the model's unreleased text but its last ``keep`` characters
+    (``on_text_delta``): they wait for more text, or the end of the turn.
+
+    A guard holds what could be the start of something it must not let out
+    (the first characters of a secret); at the turn's end (``final``) nothing
+    may be held, and a ``Hold`` there releases everything.
+    """
+
+    keep: int
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteText:
+    """Replace the model's unreleased text (``on_text_delta``), holding the
+    last ``keep`` characters of the replacement, as `Hold` does.
+
+    The next guard of the chain sees the replacement; what is released is
+    what the stream, the transcript and ``RunResult.output`` hold.
+    """
+
+    text: str
+    keep: int = 0
+
+    def applied_to(self, text: str) -> str:
+        """What the next hook of the chain sees instead of ``text``."""
+        return self.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +200,8 @@ Flow: TypeAlias = (
     | Repair
     | Fail
     | RequireApproval
+    | Hold
+    | RewriteText
 )
 """Any value a hook may return (``None`` means `Continue`); each event accepts some of them."""
 
@@ -184,6 +219,8 @@ PreLlmFlow: TypeAlias = Continue | PatchRequest | Terminate | None
 """What an ``on_pre_llm`` hookimpl returns."""
 ModelTurnFinishedFlow: TypeAlias = Continue | Terminate | None
 """What an ``on_model_turn_finished`` hookimpl returns."""
+TextDeltaFlow: TypeAlias = Continue | Hold | RewriteText | Terminate | None
+"""What an ``on_text_delta`` hookimpl returns."""
 PreToolUseFlow: TypeAlias = Continue | RewriteArgs | Skip | Terminate | RequireApproval | None
 """What an ``on_pre_tool_use`` hookimpl returns."""
 PostToolUseFlow: TypeAlias = Continue | RewriteResult | Terminate | None

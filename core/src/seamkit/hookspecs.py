@@ -42,6 +42,7 @@ __all__ = [
     "on_pre_tool_use",
     "on_request_start",
     "on_run_event",
+    "on_text_delta",
     "register_commands",
     "register_hook_kinds",
     "register_manifest_sections",
@@ -80,6 +81,17 @@ def on_pre_tool_use(
 ) -> F.PreToolUseFlow | Awaitable[F.PreToolUseFlow]:
     """Before a tool body runs (RequireApproval: it waits for a person's
     decision). Chain: Continue, RewriteArgs, Skip, Terminate, RequireApproval."""
+
+
+@hookspec
+def on_text_delta(
+    ctx: HookContext, text: str, final: bool
+) -> F.TextDeltaFlow | Awaitable[F.TextDeltaFlow]:
+    """Before the model's text is released: ``text`` is what is not released
+    yet (what arrived since the last release, and what guards held);
+    ``final`` at the end of the turn, when nothing may be held. Tool-call
+    argument texts come one by one, each whole and ``final``. Chain:
+    Continue, Hold, RewriteText, Terminate."""
 
 
 @hookspec

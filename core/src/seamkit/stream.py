@@ -7,7 +7,10 @@
 - `HookFired`: the hooks of one event ran (only events that have hooks);
 - `ToolExecutionStart`: a tool body starts, with the effective (possibly
   rewritten) call, emitted live; never for a skipped or invalid call;
-- `ToolOutputDelta`: a chunk a streaming tool produced, live;
+- `ToolOutputDelta`: a chunk a streaming tool produced, live: before its
+  ``on_post_tool_use`` hooks saw the result, so a guard there cannot take
+  it back (a tool marked ``stream_output=False`` shows its chunks only once
+  its hooks passed the result unchanged, and none when they did not);
 - `ToolCompleted`: a call's result, as committed to the transcript;
 - `RunFinished`: the run's `RunResult`, always last.
 
@@ -160,9 +163,10 @@ class ModelCallEnded:
 
 @dataclass(frozen=True, slots=True)
 class ToolExecutionEnd:
-    """The tool body for ``call`` ended with ``result`` (``result.raised``
-    for an exception or time-out; ``None`` when it was cancelled), after
-    ``duration`` seconds (observers only)."""
+    """The tool body for ``call`` ended, and its ``on_post_tool_use`` hooks
+    made ``result`` of it (withheld when one stopped the run;
+    ``result.raised`` for an exception or time-out; ``None`` when the body
+    was cancelled); the body took ``duration`` seconds (observers only)."""
 
     call: ToolCall
     result: ToolResult | None

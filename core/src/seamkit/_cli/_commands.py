@@ -508,7 +508,11 @@ def _summary(result: RunResult, cause: str | None = None) -> str:
     outcome = result.outcome
     detail = ""
     if isinstance(outcome, Terminated):
-        detail = f": {outcome.reason}" + (f" (hook {outcome.hook})" if outcome.hook else "")
+        by = f"hook {outcome.hook}" if outcome.hook else ""
+        at = f"at {outcome.event}" if outcome.event else ""
+        detail = f": {outcome.reason}" + (
+            f" ({' '.join(w for w in (by, at) if w)})" if by or at else ""
+        )
     elif isinstance(outcome, Failed):
         detail = f": {outcome.error}"
     elif isinstance(outcome, Cancelled) and cause:

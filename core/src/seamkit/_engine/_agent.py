@@ -124,8 +124,9 @@ class Agent:
         self.config = config
         """The manifest this agent was loaded from (``None`` when built in code)."""
         self.redactor = Redactor(secret_texts(config, model))
-        """Masks the secrets of the manifest and the model config; each run's
-        ``ctx.redactor`` adds the run's context secrets."""
+        """Masks the secrets of the manifest and the model config and what
+        the hooks' ``redact_patterns`` match; each run's ``ctx.redactor`` adds
+        the run's context secrets."""
         self._sections = _plugin_sections(config, self.registry) if config is not None else {}
         self.exit_stack = exit_stack if exit_stack is not None else AsyncExitStack()
         """Where tool kinds register what ``async with agent`` closes."""
@@ -148,6 +149,7 @@ class Agent:
         from_entries = {final for entry in self._entries for final, *_ in entry.found()}
         self._code = tuple(t for n, t in code.items() if n not in from_entries)
         self._dispatcher = Dispatcher(self.registry.plugin_manager if plugin_hooks else None, hooks)
+        self.redactor = self.redactor.extend(patterns=self._dispatcher.redact_patterns)
         self._plan = self._make_plan(code)
 
     def _make_plan(self, tools: ToolMap) -> RunPlan:

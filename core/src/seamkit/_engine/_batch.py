@@ -18,7 +18,8 @@ continued run's calls come with their decisions and what the journal knows
 of them: a recorded result is committed (after ``on_post_tool_use``), a
 ``once`` call cut short is in doubt, an ``idempotent`` one runs again with its
 first key. A call with effects is journaled before its body runs and its
-result as soon as it returns.
+result as soon as its ``on_post_tool_use`` hooks passed it (withheld when
+one stopped the run: no table holds what a guard refused).
 """
 
 from __future__ import annotations
@@ -51,19 +52,28 @@ from ..stream import (
     ToolOutputDelta,
 )
 from ._dispatch import Dispatched
-from ._journaling import RunJournal, plain_arguments
+from ._journaling import RunJournal, plain_arguments, stopped_outcome
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._resume import Record, Resume
 
-__all__ = ["IN_DOUBT", "Dispatch", "Settled", "Stop", "run_batch"]
+__all__ = ["IN_DOUBT", "WITHHELD", "Dispatch", "Settled", "Stop", "run_batch"]
 
 IN_DOUBT = (
     "Error: InDoubt: the process stopped while {tool} was running; it may or may not have acted"
 )
 """What the model is told of a ``once`` call a crash cut short."""
 
+WITHHELD = "Result withheld by {hook}: {reason}"
+"""What is kept of a result a hook stopped at ``on_post_tool_use`` (an
+error result): the model, the transcript, the session and the stream see
+this, never the content."""
+
 Dispatch = Callable[..., Awaitable[Dispatched]]
 """``await dispatch(event, *args)``: the run's hooks at one event."""
+
+Ended = Callable[[ToolResult, bool], None]
+"""Reports an observed call's end: its result as its ``on_post_tool_use``
+hooks left it, and whether they left it unchanged."""
 
 _PRE = HookEvent.ON_PRE_TOOL_USE
 _POST = HookEvent.ON_POST_TOOL_USE
@@ -206,7 +216,9 @@ class Batch:
         if type(flow) is F.Skip:
             return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
         if type(flow) is F.Terminate:
-            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
+            return Stop(
+                call.index, Terminated(reason=flow.reason, hook=decided.hook, event=_PRE.value)
+            )
         asked = flow if type(flow) is F.RequireApproval else None
         if type(flow) is F.RewriteArgs or (asked is not None and asked.arguments is not None):
             assert type(flow) is F.RewriteArgs or type(flow) is F.RequireApproval
@@ -239,6 +251,7 @@ class Batch:
             digest = digest or arguments_digest(call.name, call.arguments)
             await journal.started(call, digest, key, attempt)
             info = CallInfo(call.id, key, attempt, tool.name)
+        ended: Ended | None = None
         if self.emit is None:  # the hot path: nobody watches, no coroutine more
             result = await tool.invoke(
                 values,
@@ -250,29 +263,62 @@ class Batch:
                 call_info=info,
             )
         else:
-            result = await self._observed(tool, values, call, secrets, self.emit, info)
-        if info is not None and journal is not None:
-            await journal.finished(call.id, result)
-        return await self._ran(call, result, tool.terminal)
+            result, ended = await self._observed(tool, values, call, secrets, self.emit, info)
+        return await self._ran(call, result, tool.terminal, journaled=info is not None, ended=ended)
 
-    async def _ran(self, call: ToolCall, result: ToolResult, terminal: bool) -> Settled | Stop:
-        """A result exists for ``call`` (the tool ran, or the journal has
-        its result): kept, then through ``on_post_tool_use``."""
-        # The tool ran: its result is kept from now on, whatever the hooks
-        # after it decide (a Terminate or a failure stops the run, not the
-        # result) and whether or not the run is cancelled meanwhile.
+    async def _ran(
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        terminal: bool,
+        *,
+        journaled: bool = False,
+        ended: Ended | None = None,
+    ) -> Settled | Stop:
+        """A result exists for ``call`` (the tool ran, the journal has its
+        result, or a crash left it in doubt): kept, then through
+        ``on_post_tool_use``; journaled (``journaled``) and observed as
+        ended (``ended``) as the hooks left it.
+
+        A hook that stops the run here (Terminate, or failing closed) stops
+        the result too: what is kept is `withheld`, never the content the
+        hook refused; so is a result whose hooks a cancellation cut short.
+        """
+        # The tool ran: a result is kept from now on, whatever the hooks
+        # after it decide and whether or not the run is cancelled meanwhile.
         kept = Settled(call, result, call, terminal and not result.is_error)
         self.settled.append(kept)
+        stop: Stop | None = None
         try:
             decided = await self.dispatch(_POST, call, result)
         except HookError as exc:
-            return Stop(call.index, Failed(error=str(exc.message)))
-        flow = decided.flow
-        if type(flow) is F.RewriteResult:
-            kept.result = flow.applied_to(result)
-        elif type(flow) is F.Terminate:
-            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
-        return kept
+            kept.result = self._withheld(call, exc.hook, "the hook failed (on_error: fail)")
+            stop = Stop(call.index, Failed(error=str(exc.message)))
+        except BaseException:
+            kept.result = self._withheld(call, None, "the run stopped before its hooks passed it")
+            raise
+        else:
+            flow = decided.flow
+            if type(flow) is F.RewriteResult:
+                kept.result = flow.applied_to(result)
+            elif type(flow) is F.Terminate:
+                kept.result = self._withheld(call, decided.hook, flow.reason)
+                stop = Stop(
+                    call.index, Terminated(reason=flow.reason, hook=decided.hook, event=_POST.value)
+                )
+        finally:
+            if ended is not None:
+                ended(kept.result, kept.result is result)
+        if journaled and self.journal is not None:
+            await self.journal.finished(
+                call.id, kept.result, None if stop is None else stop.outcome
+            )
+        return kept if stop is None else stop
+
+    def _withheld(self, call: ToolCall, hook: str | None, reason: str) -> ToolResult:
+        """What is kept of a result a hook stopped: never its content."""
+        text = WITHHELD.format(hook=hook or "a hook", reason=self.ctx.redactor(reason))
+        return ToolResult(call_id=call.id, content=text, is_error=True)
 
     async def _observed(
         self,
@@ -282,27 +328,44 @@ class Batch:
         secrets: list[str],
         emit: Callable[[ObservedEvent], None],
         info: CallInfo | None,
-    ) -> ToolResult:
-        """Invoke the tool between its live start and end events, its chunks
-        surfacing as they come."""
+    ) -> tuple[ToolResult, Ended]:
+        """Invoke the tool after its live start event, its chunks surfacing
+        as they come (or, for a tool that does not ``stream_output``, once its
+        result passed its hooks unchanged); the result, and what reports its
+        end once the hooks are done with it (a body that raised or was
+        cancelled reports its end here)."""
         turn = self.ctx.turn
         emit(ToolExecutionStart(call, turn))
+        later: list[str] = []
+        on_chunk: Callable[[str], None] = (
+            (lambda text: emit(ToolOutputDelta(call.id, text, turn)))
+            if tool.stream_output
+            else later.append
+        )
         started = time.perf_counter()
-        ended: ToolResult | None = None
         try:
-            ended = await tool.invoke(
+            result = await tool.invoke(
                 values,
                 self.ctx.action_context,
                 call_id=call.id,
                 secrets=secrets,
                 agent=self.agent,
                 redactor=self.ctx.redactor,
-                on_chunk=lambda text: emit(ToolOutputDelta(call.id, text, turn)),
+                on_chunk=on_chunk,
                 call_info=info,
             )
-            return ended
-        finally:
-            emit(ToolExecutionEnd(call, ended, turn, time.perf_counter() - started))
+        except BaseException:
+            emit(ToolExecutionEnd(call, None, turn, time.perf_counter() - started))
+            raise
+        took = time.perf_counter() - started
+
+        def ended(shown: ToolResult, unchanged: bool) -> None:
+            if unchanged:
+                for text in later:
+                    emit(ToolOutputDelta(call.id, text, turn))
+            emit(ToolExecutionEnd(call, shown, turn, took))
+
+        return result, ended
 
     def _decided(self, call: ToolCall) -> Settled | tuple[ToolCall, Record | None]:
         """A call of a continued run, as its decision and the journal have
@@ -338,8 +401,13 @@ class Batch:
             is_error=bool(data.get("is_error", False)),
             raised=bool(data.get("raised", False)),
         )
+        stopped = data.get("stopped")
+        if isinstance(stopped, dict):  # a hook stopped the run there: it stops again
+            self.settled.append(Settled(call, result, call))
+            return Stop(call.index, stopped_outcome(stopped))
         tool = self.tools.get(call.name)
-        return await self._ran(call, result, tool is not None and tool.terminal)
+        recovered = call.model_copy(update={"result_source": "journal"})
+        return await self._ran(recovered, result, tool is not None and tool.terminal)
 
     async def _in_doubt(self, call: ToolCall) -> Settled | Stop:
         """A ``once`` call a crash cut short: never run again; the model,
@@ -357,9 +425,8 @@ class Batch:
         )
         if self.emit is not None:
             self.emit(CallInDoubt(call, self.ctx.turn))
-        if self.journal is not None:
-            await self.journal.finished(call.id, result)  # reported once, not at each resume
-        return await self._ran(call, result, False)
+        # journaled: reported once, not at each resume
+        return await self._ran(call, result, False, journaled=True)
 
     def _hold(
         self,
@@ -400,7 +467,9 @@ class Batch:
         if type(flow) is F.Skip:
             return Settled(call, ToolResult(call_id=call.id, content=flow.reason), None)
         if type(flow) is F.Terminate:
-            return Stop(call.index, Terminated(reason=flow.reason, hook=decided.hook))
+            return Stop(
+                call.index, Terminated(reason=flow.reason, hook=decided.hook, event=_INVALID.value)
+            )
         if type(flow) is F.Fail:
             return Stop(call.index, Failed(error=flow.reason))
         # Repair: the replacement call goes through on_pre_tool_use like any other.

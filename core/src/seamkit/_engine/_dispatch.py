@@ -26,6 +26,7 @@ from .._context import HookContext
 from .._errors import HookError, PluginError
 from .._events import EVENTS, OBSERVER, Composition, HookEvent, hookimpl, hookimpls_of
 from .._flowcheck import payload_problem
+from .._holding import Held
 from .._patch import LAST_WRITER_WINS, RequestPatch
 from .._secret import Redactor, secret_texts
 from .._types import (
@@ -179,9 +180,11 @@ class Dispatcher:
                     name = plugin_manager.get_name(impl.plugin) or repr(impl.plugin)
                     ref = HookRef(name, "plugin", on_error=_policy_for(event, "fail"))
                     lists[event].append(_Impl(impl.function, ref, event))
+        patterns: list[str] = []
         for hook in hooks:
             for event, items in _prepare(hook):
                 lists[event].extend(items)
+            patterns.extend(_masks(hook))
             observer = None if isinstance(hook, ConfiguredHook | HookStack) else _observer_of(hook)
             if observer is not None:
                 observers.append(observer)
@@ -190,6 +193,9 @@ class Dispatcher:
         self._lists: dict[HookEvent, tuple[_Impl, ...]] = {e: tuple(v) for e, v in lists.items()}
         self.observers: tuple[Observer, ...] = tuple(observers)
         """The run observers, plugin-wide ones first, in call order."""
+        self.redact_patterns: tuple[str, ...] = tuple(dict.fromkeys(patterns))
+        """What the hooks ask to be masked wherever the run writes (their
+        ``redact_patterns``), as regular expressions."""
 
     def impls_at(self, event: HookEvent) -> tuple[_Impl, ...]:
         """The prepared hookimpls at ``event`` (what a `HookStack` inlines)."""
@@ -355,6 +361,8 @@ class Dispatcher:
             return await self._chain(event, impls, full)
         if mode is Composition.ACCUMULATE:
             return await self._accumulate(event, impls, full)
+        if mode is Composition.HOLD:
+            return await self._hold(event, impls, full)
         await self._all(event, impls, full)
         return NOTHING
 
@@ -416,6 +424,29 @@ class Dispatcher:
             arguments = None if rewritten is None else dict(current[1].arguments)
             return Dispatched(F.RequireApproval(asked.flow.reason, arguments), asked.hook)
         return Dispatched(rewritten) if rewritten is not None else NOTHING
+
+    async def _hold(
+        self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
+    ) -> Dispatched:
+        ctx, text, final = args
+        held = Held(text)
+        touched = False
+        for impl in impls:
+            call_args = (ctx, held.text, final)
+            result = (
+                self._call_simple(impl, event, call_args)
+                if impl.simple
+                else await self._call(impl, event, call_args)
+            )
+            if result is None:
+                continue
+            kind = self._checked(impl, event, result)
+            if kind is F.Terminate:
+                return Dispatched(result, impl.ref.name)
+            if kind is not F.Continue:
+                held = held.then(result)
+                touched = True
+        return Dispatched(held.flow()) if touched else NOTHING
 
     async def _accumulate(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
@@ -540,6 +571,19 @@ def _diagnose(ctx: Any, code: str, message: str, event: HookEvent, hooks: tuple[
         )
 
 
+def _masks(hook: object) -> tuple[str, ...]:
+    """The ``redact_patterns`` a hook object (a configured entry's, a
+    stack's members') asks the run's redactor to mask: regular expressions
+    its logs, diagnostics and outcomes never show a match of."""
+    if isinstance(hook, HookStack):
+        return hook.redact_patterns
+    target = hook.hook if isinstance(hook, ConfiguredHook) else hook
+    found = getattr(target, "redact_patterns", ())
+    if isinstance(found, str) or not isinstance(found, Iterable):
+        return ()
+    return tuple(p for p in found if isinstance(p, str))
+
+
 def _prepare(hook: object) -> Iterable[tuple[HookEvent, list[_Impl]]]:
     """The prepared impls of one hook: a configured entry (its event only), a
     stack (its members, flattened), or a hook object (every marked method)."""
@@ -617,6 +661,11 @@ class HookStack:
         """The members' run observers."""
         return self._dispatcher.observers
 
+    @property
+    def redact_patterns(self) -> tuple[str, ...]:
+        """What the members ask the run's redactor to mask."""
+        return self._dispatcher.redact_patterns
+
     async def dispatch(self, event: HookEvent, ctx: HookContext, *args: object) -> Dispatched:
         """Run the stack's hooks at ``event``; the net flow and the deciding hook."""
         return await self._dispatcher.dispatch(HookEvent(event), ctx, *args)
@@ -637,6 +686,12 @@ class HookStack:
     async def on_pre_llm(self, ctx: HookContext, request: ModelRequest) -> F.PreLlmFlow:
         """Net flow of the members at ``on_pre_llm``."""
         flow: F.PreLlmFlow = await self._net(HookEvent.ON_PRE_LLM, ctx, request)
+        return flow
+
+    @hookimpl
+    async def on_text_delta(self, ctx: HookContext, text: str, final: bool) -> F.TextDeltaFlow:
+        """Net flow of the members at ``on_text_delta``."""
+        flow: F.TextDeltaFlow = await self._net(HookEvent.ON_TEXT_DELTA, ctx, text, final)
         return flow
 
     @hookimpl

@@ -4,7 +4,9 @@
 from the agent's frozen `RunPlan`; the only differences are
 ``ctx.is_streaming``, whether the model is asked with ``stream`` (so text
 deltas exist) and whether events reach a stream. Hooks fire in the same order
-with the same arguments either way; observers see the same events either way.
+with the same arguments either way, but ``on_text_delta``, which sees the
+stream's pieces (and, in a run that does not stream, the whole text once);
+observers see the same events either way.
 
 Whatever happens, a run ends with an outcome and a transcript that holds the
 result of every tool that ran (each tool message answering one call id):
@@ -22,6 +24,11 @@ result of every tool that ran (each tool message answering one call id):
 - a hook raising KeyboardInterrupt or SystemExit ends the run as
   ``cancelled``; on_completion still fires, and the exception is re-raised;
 - every diagnostic and the outcome's text go through the run's redactor;
+- the model's text and tool-call arguments leave (a `TextDelta`, the
+  transcript, the output) only as the text guards released them: the run's
+  redactor when it has secrets, then the ``on_text_delta`` hooks
+  (`seamkit._engine._release`); a guard's ``Terminate`` commits what the
+  stream showed of the turn, and nothing more;
 - calls that wait for approval end the run ``suspended`` once the rest of
   their batch settled; a continued run (decisions, a journal) starts with the
   open calls of its last turn (`Resume`) instead of ``on_request_start``;
@@ -85,6 +92,7 @@ from ._batch import Settled, Stop, run_batch
 from ._dispatch import NOTHING, Dispatched, Dispatcher
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
+from ._release import TextRelease, TextStopped
 from ._resume import Resume
 
 __all__ = ["Emit", "RunPlan", "RunState", "drive"]
@@ -302,7 +310,7 @@ def _redacted(run: RunState, outcome: Outcome) -> Outcome:
     if isinstance(outcome, Failed):
         return Failed(error=run.redact(outcome.error))
     if isinstance(outcome, Terminated):
-        return Terminated(reason=run.redact(outcome.reason), hook=outcome.hook)
+        return Terminated(reason=run.redact(outcome.reason), hook=outcome.hook, event=outcome.event)
     return outcome
 
 
@@ -392,7 +400,11 @@ async def _turns(run: RunState) -> None:
     if run.resume is None:
         decided = await run.dispatch(HookEvent.ON_REQUEST_START, tuple(run.transcript))
         if type(decided.flow) is F.Terminate:
-            run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+            run.outcome = Terminated(
+                reason=decided.flow.reason,
+                hook=decided.hook,
+                event=HookEvent.ON_REQUEST_START.value,
+            )
             return
         if type(decided.flow) is F.RewriteMessages:
             run.transcript = list(decided.flow.messages)
@@ -410,12 +422,22 @@ async def _turns(run: RunState) -> None:
         decided = await run.dispatch(HookEvent.ON_PRE_LLM, request)
         flow = decided.flow
         if type(flow) is F.Terminate:
-            run.outcome = Terminated(reason=flow.reason, hook=decided.hook)
+            run.outcome = Terminated(
+                reason=flow.reason, hook=decided.hook, event=HookEvent.ON_PRE_LLM.value
+            )
             return
         if type(flow) is F.PatchRequest:
             request = flow.patch.apply(request)
             _check_request(request, plan.tools)
-        turn = _accept(run, await _ask(run, request))
+        try:
+            turn = _accept(run, await _ask(run, request))
+        except TextStopped as stop:
+            if stop.released:  # what the stream showed of the turn, and nothing more
+                run.transcript.append(Message.assistant(stop.released))
+            run.outcome = Terminated(
+                reason=stop.reason, hook=stop.hook, event=HookEvent.ON_TEXT_DELTA.value
+            )
+            return
         message = turn.message
         run.transcript.append(message)
         if run.journal is not None:  # received: never asked again, whatever happens next
@@ -432,7 +454,11 @@ async def _turns(run: RunState) -> None:
         run.output = message.text
         decided = await run.dispatch(HookEvent.ON_MODEL_TURN_FINISHED, turn)
         if type(decided.flow) is F.Terminate:
-            run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+            run.outcome = Terminated(
+                reason=decided.flow.reason,
+                hook=decided.hook,
+                event=HookEvent.ON_MODEL_TURN_FINISHED.value,
+            )
             return
         if not calls:
             return
@@ -442,7 +468,11 @@ async def _turns(run: RunState) -> None:
             continue
         decided = await run.dispatch(HookEvent.ON_ITERATION_END, tuple(run.transcript))
         if type(decided.flow) is F.Terminate:
-            run.outcome = Terminated(reason=decided.flow.reason, hook=decided.hook)
+            run.outcome = Terminated(
+                reason=decided.flow.reason,
+                hook=decided.hook,
+                event=HookEvent.ON_ITERATION_END.value,
+            )
             return
 
 
@@ -607,41 +637,85 @@ def _fresh_id(taken: set[str]) -> str:
             return fresh
 
 
-async def _ask(run: RunState, request: ModelRequest) -> ModelTurn:
+def _release(run: RunState) -> TextRelease | None:
+    """The guards of this turn's text: ``None`` when the run has neither
+    secrets nor ``on_text_delta`` hooks (nothing is buffered then)."""
+    redactor = run.ctx.redactor
+    hooked = HookEvent.ON_TEXT_DELTA in run.plan.hooked
+    if not redactor and not hooked:
+        return None
+    return TextRelease(redactor or None, run.dispatch if hooked else None)
+
+
+async def _ask(run: RunState, request: ModelRequest) -> object:
+    """Ask the model; its turn, its text and tool calls as the text guards
+    released them (a `TextStopped` when one ends the run)."""
     model = run.plan.model
     emit = run.emit
+    release = _release(run)
     if emit is None:
         turn: ModelTurn = await model.complete(request)
-        return turn
+        if release is None or not isinstance(turn, ModelTurn):
+            return turn
+        return await release.turn(turn, None)
     emit(ModelCallStarted(request, run.ctx.turn))
     started = time.perf_counter()
-    final: ModelTurn | None = None
+    final: object = None
     error: str | None = "cancelled"
     try:
+        streamed: str | None = None
         if not run.ctx.is_streaming:  # observed, not streamed: the same call as unobserved
             final = await model.complete(request)
         else:
+            streamed = ""
             items = model.stream(request)
             try:
                 async for item in items:
-                    if isinstance(item, str):
-                        if item:
-                            emit(TextDelta(item, run.ctx.turn))
-                    else:
+                    if not isinstance(item, str):
                         final = item
+                    elif not item:
+                        continue
+                    elif release is None:
+                        emit(TextDelta(item, run.ctx.turn))
+                    else:
+                        streamed += item
+                        out = await release.feed(item)
+                        if out:
+                            emit(TextDelta(out, run.ctx.turn))
             finally:  # a provider's stream (and its connection) closes now, not at GC
                 close = getattr(items, "aclose", None)
                 if close is not None:
                     await close()
             if final is None:
                 raise ModelError("the model's stream ended without a turn")
+        if release is not None and isinstance(final, ModelTurn):
+            final = await _released(run, release, final, streamed)
         error = None
         return final
+    except TextStopped:
+        final, error = None, None  # a guard's stop, not the model's error
+        raise
     except Exception as exc:
         error = run.redact(f"{type(exc).__name__}: {exc}")
         raise
     finally:
-        emit(ModelCallEnded(run.ctx.turn, final, error, time.perf_counter() - started))
+        ended = final if isinstance(final, ModelTurn) else None
+        emit(ModelCallEnded(run.ctx.turn, ended, error, time.perf_counter() - started))
+
+
+async def _released(
+    run: RunState, release: TextRelease, turn: ModelTurn, streamed: str | None
+) -> ModelTurn:
+    """The turn as its guards released it; in a stream, what they held
+    until its end leaves now."""
+    assert run.emit is not None
+    before = len(release.released)
+    try:
+        return await release.turn(turn, streamed)
+    finally:
+        rest = release.released[before:] if streamed is not None else ""
+        if rest:
+            run.emit(TextDelta(rest, run.ctx.turn))
 
 
 def _check_request(request: ModelRequest, all_tools: ToolMap) -> None:

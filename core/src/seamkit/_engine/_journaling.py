@@ -3,8 +3,9 @@
 Each write is durable before the run moves on (the store's
 ``journal_append``): the model's turn once it is received, before any of its
 calls runs; a call with effects before its body runs (with the idempotency
-key made for it) and its result as soon as the body returned, before any
-hook sees it. The run's first messages go with the first write.
+key made for it) and its result as soon as its ``on_post_tool_use`` hooks
+passed it (withheld, with the stop, when one of them stopped the run).
+The run's first messages go with the first write.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from pydantic_core import to_json
 
 from .._persistence._journal import JournalEntry, JournalStore
 from .._secret import secret_json
-from .._types import Message, ToolCall, ToolResult, Usage
+from .._types import Failed, Message, Outcome, Terminated, ToolCall, ToolResult, Usage
 
-__all__ = ["RunJournal", "plain_arguments"]
+__all__ = ["RunJournal", "plain_arguments", "stopped_outcome"]
 
 
 class RunJournal:
@@ -82,11 +83,39 @@ class RunJournal:
         entry = JournalEntry(run_id=self.run_id, kind="started", call_id=call.id, data=data)
         await self._write(entry)
 
-    async def finished(self, call_id: str, result: ToolResult) -> None:
-        """A call with effects returned ``result`` (before any hook saw it)."""
-        data = {"content": result.content, "is_error": result.is_error, "raised": result.raised}
+    async def finished(
+        self, call_id: str, result: ToolResult, stopped: Outcome | None = None
+    ) -> None:
+        """A call with effects returned, and its ``on_post_tool_use`` hooks
+        made ``result`` of it (withheld, and ``stopped`` the outcome, when
+        one of them stopped the run)."""
+        data: dict[str, Any] = {
+            "content": result.content,
+            "is_error": result.is_error,
+            "raised": result.raised,
+        }
+        if isinstance(stopped, Terminated):
+            data["stopped"] = {
+                "reason": stopped.reason,
+                "hook": stopped.hook,
+                "event": stopped.event,
+            }
+        elif isinstance(stopped, Failed):
+            data["stopped"] = {"error": stopped.error}
         entry = JournalEntry(run_id=self.run_id, kind="finished", call_id=call_id, data=data)
         await self._write(entry)
+
+
+def stopped_outcome(data: dict[str, Any]) -> Terminated | Failed:
+    """The outcome a ``finished`` entry's ``stopped`` records."""
+    if "error" in data:
+        return Failed(error=str(data["error"]))
+    hook, event = data.get("hook"), data.get("event")
+    return Terminated(
+        reason=str(data.get("reason", "")),
+        hook=hook if isinstance(hook, str) else None,
+        event=event if isinstance(event, str) else None,
+    )
 
 
 def _dump(messages: Sequence[Message]) -> list[dict[str, Any]]:

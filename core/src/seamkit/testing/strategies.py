@@ -166,6 +166,8 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
         F.Repair: st.builds(F.Repair, tool_names, st.none() | _arguments),
         F.Fail: reason.map(F.Fail),
         F.RequireApproval: st.builds(F.RequireApproval, reason, st.none() | _arguments),
+        F.Hold: st.integers(0, 12).map(F.Hold),
+        F.RewriteText: st.builds(F.RewriteText, _text, st.integers(0, 12)),
     }
     return st.one_of(*(options[t] for t in accepted))
 
@@ -180,6 +182,7 @@ def _by_type() -> dict[str, st.SearchStrategy[Any]]:
         "ToolCall": tool_calls(),
         "ToolResult": tool_results(),
         "str": _text,
+        "bool": st.booleans(),
         "tuple[str, ...]": st.lists(tool_names, max_size=3).map(tuple),
         "RunResult": _text.map(lambda t: RunResult(output=t)),
     }

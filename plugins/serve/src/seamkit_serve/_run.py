@@ -239,7 +239,7 @@ class Run:
         if isinstance(outcome, seamkit.Suspended):
             said = notice(waiting(outcome.pending), self.agent.redactor)
             text = f"{text}{SEPARATOR}{said}" if text else said
-        return text, "length" if isinstance(outcome, seamkit.MaxTurns) else "stop", None
+        return text, _finish(outcome), None
 
     def _extra(self, result: seamkit.RunResult) -> dict[str, object] | None:
         """The ``seamkit`` field of a suspended run's answer."""
@@ -251,6 +251,21 @@ class Run:
             "session": self.shown,
             "pending": described(waiting(outcome.pending), self.agent.redactor),
         }
+
+
+GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
+"""The events where a hook's stop is a content filter's: it refused what the
+user wrote, what the model wrote, or what a tool returned."""
+
+
+def _finish(outcome: seamkit.Outcome) -> str:
+    """The ``finish_reason`` of an answer: ``length`` at ``max_turns``,
+    ``content_filter`` when a guard stopped the run, else ``stop``."""
+    if isinstance(outcome, seamkit.MaxTurns):
+        return "length"
+    if isinstance(outcome, seamkit.Terminated) and outcome.event in GUARDED:
+        return "content_filter"
+    return "stop"
 
 
 def added(

@@ -17,9 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import seamkit
-from seamkit import Agent, Message, ModelRequest, ModelTurn, SessionStore, SQLiteSessionStore
-from seamkit import flow as F
-from seamkit import stream as S
+from seamkit import (
+    Agent,
+    Message,
+    ModelRequest,
+    ModelTurn,
+    SessionStore,
+    SQLiteSessionStore,
+    flow as F,
+    stream as S,
+)
 
 if TYPE_CHECKING:
     from tests.plugins.postgres_server import PostgresServer

@@ -149,7 +149,7 @@ class Redactor:
     `extend` adds more. A redactor with nothing to mask returns its input.
     """
 
-    __slots__ = ("_firsts", "_forms", "_longest", "_patterns", "_starts")
+    __slots__ = ("_firsts", "_forms", "_longest", "_patterns", "_secrets", "_starts")
 
     def __init__(
         self,
@@ -163,6 +163,7 @@ class Redactor:
                 forms |= _forms(str(plain))
         self._set_forms(forms)
         self._patterns = tuple(re.compile(p) if isinstance(p, str) else p for p in patterns)
+        self._secrets: Redactor | None = None
 
     def _set_forms(self, forms: Iterable[str]) -> None:
         # longest first: no partial masks
@@ -227,6 +228,19 @@ class Redactor:
             if start < cut < end:
                 cut = start
         return n - cut
+
+    @property
+    def secrets(self) -> Redactor:
+        """This redactor without its patterns: the secrets alone (what the
+        run's release of streamed text masks and holds; patterns are the
+        text guards' to hold, at the events their hooks name)."""
+        if not self._patterns:
+            return self
+        if self._secrets is None:
+            alone = Redactor()
+            alone._set_forms(self._forms)
+            self._secrets = alone
+        return self._secrets
 
     def __bool__(self) -> bool:
         """Whether this redactor masks anything at all."""

@@ -640,7 +640,7 @@ def _fresh_id(taken: set[str]) -> str:
 def _release(run: RunState) -> TextRelease | None:
     """The guards of this turn's text: ``None`` when the run has neither
     secrets nor ``on_text_delta`` hooks (nothing is buffered then)."""
-    redactor = run.ctx.redactor
+    redactor = run.ctx.redactor.secrets  # patterns are held by the guards that name them
     hooked = HookEvent.ON_TEXT_DELTA in run.plan.hooked
     if not redactor and not hooked:
         return None

@@ -288,7 +288,8 @@ def test_the_installed_guard_plugin_adds_its_hook_kind(fresh_env: Env, tmp_path:
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("your ***"), out.stdout
     app.write_text(
-        f"name: shop\nmodel: scripted:script.yaml\nhooks:\n  - {entry}, patterns: ['\\d+']}}\n"
+        "name: shop\nmodel: scripted:script.yaml\nhooks:\n"
+        "  - {kind: guard, event: on_text_delta, patterns: ['\\d+']}\n"
     )
     out = fresh_env.seamkit("validate", str(app))
     assert out.returncode == 1

@@ -84,6 +84,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "contrib" / "memory-server"),
         str(ROOT / "plugins" / "otel"),
         str(ROOT / "plugins" / "approval"),
+        str(ROOT / "plugins" / "guard"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -272,6 +273,27 @@ def test_the_installed_approval_plugin_adds_its_hook_kind(fresh_env: Env, tmp_pa
     out = fresh_env.seamkit("validate", str(app))
     assert out.returncode == 1
     assert "hooks[0].when: when is not a valid JSON Schema" in out.stderr, out.stderr
+
+
+def test_the_installed_guard_plugin_adds_its_hook_kind(fresh_env: Env, tmp_path: Path) -> None:
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    found = plugins["guard"]
+    assert (found["distribution"], found["error"]) == ("seamkit-guard", None)
+    assert found["kinds"] == ["hook:guard"]
+    (tmp_path / "script.yaml").write_text("- text: 'your key-1234'\n")
+    app = tmp_path / "app.yaml"
+    entry = "{kind: guard, event: on_text_delta, patterns: ['key-\\d{4}']"
+    app.write_text(f"name: shop\nmodel: scripted:script.yaml\nhooks:\n  - {entry}}}\n")
+    out = fresh_env.seamkit("run", str(app), "hi")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("your ***"), out.stdout
+    app.write_text(
+        "name: shop\nmodel: scripted:script.yaml\nhooks:\n"
+        "  - {kind: guard, event: on_text_delta, patterns: ['\\d+']}\n"
+    )
+    out = fresh_env.seamkit("validate", str(app))
+    assert out.returncode == 1
+    assert "hooks[0].patterns[0]: pattern" in out.stderr and "give `hold:`" in out.stderr
 
 
 def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[str]:

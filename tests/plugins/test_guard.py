@@ -198,23 +198,28 @@ def test_a_match_in_a_tool_calls_arguments_is_masked_or_blocked(tmp_path: Path) 
     assert KEY not in everything(blocked, "")
 
 
-def test_the_replacement_is_what_a_mask_writes_outside_the_models_text(tmp_path: Path) -> None:
+def test_the_replacement_is_what_a_mask_writes_at_each_event(tmp_path: Path) -> None:
     shop = Shop(
         tmp_path,
         [
             {
                 "kind": "guard",
                 "name": "keys",
-                "events": ["on_request_start", "on_post_tool_use"],
+                "events": ["on_request_start", "on_post_tool_use", "on_text_delta"],
                 "patterns": [PATTERN],
                 "replacement": "[KEY]",
             }
         ],
-        [{"tool_calls": [call("c1", "shop_lookup", order="A1")]}, {"text": "ok"}],
+        [
+            {"tool_calls": [call("c1", "shop_lookup", order="A1")]},
+            {"text": f"Your {KEY} is ready.", "deltas": ["Your key-", KEY[4:], " is ready."]},
+        ],
     )
     result, _ = shop.run(f"my {KEY}, please")
     texts = {m.role: m.text for m in result.transcript if m.role in ("user", "tool")}
     assert texts == {"user": "my [KEY], please", "tool": "order A1 uses [KEY]"}
+    # the model's text too: the run's redactor leaves patterns to their guards
+    assert result.output == "Your [KEY] is ready."
 
 
 # --- user input ----------------------------------------------------------------------

@@ -480,6 +480,8 @@ class _Printer:
             click.echo(event.text, nl=False)
             self._open_line = True
         elif isinstance(event, S.HookFired):
+            if event.event == "on_text_delta" and event.flow != "Terminate":
+                return  # fired for each piece of text: only a stop is worth a line
             by = f" by {event.hook}" if event.hook else ""
             self.note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
         elif isinstance(event, S.ToolExecutionStart):

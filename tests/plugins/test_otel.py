@@ -470,3 +470,39 @@ def test_an_applications_own_global_provider_wins_over_the_environment() -> None
     names = json.loads(done.stdout.splitlines()[-1])
     assert sorted(names) == ["chat script", "invoke_agent mine"]
     assert '"name": "invoke_agent' not in done.stdout  # not also to the console
+
+
+class Withhold:
+    """A post-tool guard that stops the run on the weather (issue 28)."""
+
+    name = "withhold"
+
+    @seamkit.hookimpl
+    def on_post_tool_use(
+        self, ctx: seamkit.HookContext, call: seamkit.ToolCall, result: seamkit.ToolResult
+    ) -> seamkit.flow.PostToolUseFlow:
+        return seamkit.flow.Terminate("no weather") if "sunny" in result.content else None
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["run", "stream"])
+def test_a_result_a_guard_withheld_is_in_no_span_even_with_content_capture(
+    exported: Exported, monkeypatch: pytest.MonkeyPatch, streaming: bool
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    agent = seamkit.Agent(
+        _model(("w1", "fetch_weather", {"city": "Oslo"})),
+        name="forecaster",
+        tools=[fetch_weather],
+        hooks=[Withhold()],
+    )
+    result = _run(agent, streaming=streaming)
+    assert result.outcome.kind == "terminated"
+    spans = exported.finished()
+    everything = json.dumps([dict(s.attributes or {}) for s in spans], default=str)
+    everything += json.dumps([s.status.description for s in spans], default=str)
+    everything += json.dumps(
+        [[dict(e.attributes or {}) for e in s.events] for s in spans], default=str
+    )
+    assert "sunny" not in everything
+    (tool,) = _tools(exported).values()
+    assert dict(tool.attributes or {})["gen_ai.tool.call.result"].startswith("Result withheld")

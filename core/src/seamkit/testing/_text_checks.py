@@ -8,6 +8,7 @@ import random
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .._engine._agent import Agent
 from .._engine._dispatch import impls_of
@@ -90,6 +91,8 @@ def _has_impl(obj: object) -> bool:
 def _transcript_texts(result: RunResult) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for index, message in enumerate(result.transcript):
+        if message.role != "assistant":  # the input is the check's, not the model's
+            continue
         out.append((f"transcript[{index}] ({message.role})", message.text))
         for call in message.tool_calls or ():
             out.append((f"transcript[{index}] call {call.id}", call.function.arguments))
@@ -101,7 +104,7 @@ def check_text_guard(
     forbidden: str | re.Pattern[str] | Iterable[str],
     texts: Iterable[str],
     *,
-    secrets: Iterable[str] = (),
+    secrets: Iterable[str | Secret[Any]] = (),
     random_splits: int = 50,
     seed: int = 0,
 ) -> TextGuardChecked:
@@ -111,7 +114,7 @@ def check_text_guard(
     offset and cut at random ``random_splits`` times (deterministic from
     ``seed``), and run once without streaming (`Agent.run`). No forbidden
     match may be in any `TextDelta`, in what the deltas of a run add up to,
-    in ``RunResult.output`` or in the transcript. Raises `AssertionError`
+    in ``RunResult.output`` or in the transcript's assistant messages. Raises `AssertionError`
     naming the text, the deltas and the release that leaked; returns what
     it inspected.
 
@@ -121,7 +124,8 @@ def check_text_guard(
     run's redactor is the first guard; every form of them it masks (plain,
     escaped, URL- and base64-encoded) is forbidden too. ``hook`` is a hook
     object, a zero-argument factory called afresh for each run (for a hook
-    that keeps state), or ``None`` for the redactor alone.
+    that keeps state), or ``None`` for the redactor alone. Call it where no
+    event loop runs (a plain test function), as `check_hook_composes`.
     """
     plain = [s.get_secret_value() if isinstance(s, Secret) else s for s in secrets]
     patterns = _matchers(forbidden, [str(p) for p in plain])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 from urllib.parse import quote
@@ -23,6 +24,25 @@ CANARY = "canary-7f3a9-secret"
 
 def _call(name: str, arguments: str, call_id: str = "c1") -> dict[str, Any]:
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
+
+
+def _run(
+    agent: seamkit.Agent, input: str, streamed: bool, **options: Any
+) -> tuple[seamkit.RunResult, list[str], list[str]]:
+    """Run ``agent`` (`Agent.run`, or `Agent.stream` when ``streamed``): its
+    result, what the stream showed (each `TextDelta`, each
+    `ToolOutputDelta`, each event's repr), and its `TextDelta` texts."""
+    if not streamed:
+        return agent.run_sync(input, **options), [], []
+
+    async def go() -> list[Any]:
+        return [e async for e in agent.stream(input, **options)]
+
+    events = asyncio.run(go())
+    assert isinstance(events[-1], S.RunFinished)
+    shown = [e.text for e in events if isinstance(e, S.TextDelta | S.ToolOutputDelta)]
+    deltas = [e.text for e in events if isinstance(e, S.TextDelta)]
+    return events[-1].result, [*shown, *map(repr, events)], deltas
 
 
 def test_a_schema_tool_validates_with_json_meaning_and_streams_its_chunks() -> None:
@@ -122,8 +142,9 @@ def test_a_failing_model_call_still_ends_its_span() -> None:
     assert len(ended) == 1 and ended[0].error is not None and "ran out" in ended[0].error
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
 def test_a_failing_observer_changes_nothing_and_its_log_hides_secrets(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, streamed: bool
 ) -> None:
     class Leaky:
         @seamkit.hookimpl
@@ -131,10 +152,29 @@ def test_a_failing_observer_changes_nothing_and_its_log_hides_secrets(
             raise RuntimeError(f"token {ctx.action_context.get('token').get_secret_value()}")
 
     agent = seamkit.Agent(ScriptedModel([{"text": "ok"}]), hooks=[Leaky()], plugin_hooks=False)
-    result = agent.run_sync("hi", context={"token": seamkit.Secret(CANARY)})
+    result, shown, _ = _run(agent, "hi", streamed, context={"token": seamkit.Secret(CANARY)})
     assert result.outcome.kind == "completed" and result.output == "ok"
     assert "run observer" in caplog.text and "token ***" in caplog.text
     assert CANARY not in caplog.text
+    assert not [text for text in shown if CANARY in text]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+def test_the_model_echoing_a_secret_shows_it_masked_in_every_delta(streamed: bool) -> None:
+    """The model writes the secret (plain, then base64), streamed in pieces
+    that cut it: no delta, no event and no result holds it."""
+    encoded = base64.b64encode(CANARY.encode()).decode()
+    text = f"the token is {CANARY}, or {encoded} encoded"
+    cuts = [0, 15, 16, 22, 30, 40, 44, len(text)]
+    deltas = [text[a:b] for a, b in itertools.pairwise(cuts)]
+    model = ScriptedModel([{"text": text, "deltas": deltas}])
+    agent = seamkit.Agent(model, plugin_hooks=False)
+    result, shown, released = _run(agent, "hi", streamed, context={"token": seamkit.Secret(CANARY)})
+    assert result.output == "the token is ***, or *** encoded"
+    seen = [*shown, result.model_dump_json()]
+    assert not [t for t in seen if CANARY in t or encoded in t or CANARY[:8] in t]
+    if streamed:  # the pieces that could begin the secret waited; the rest streamed at once
+        assert "".join(released) == result.output and len(released) > 1
 
 
 def test_redact_masks_a_secret_and_its_encodings() -> None:
@@ -173,7 +213,8 @@ def test_a_hook_raising_its_own_timeout_error_is_a_failure_not_a_crash() -> None
     assert any("TimeoutError: mine too" in m for m in messages), messages
 
 
-def test_a_secret_written_by_rewrite_args_is_scrubbed_from_the_tool_error() -> None:
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
+def test_a_secret_written_by_rewrite_args_is_scrubbed_from_the_tool_error(streamed: bool) -> None:
     @seamkit.tool
     def login(password: str) -> str:
         """Logs in."""
@@ -186,13 +227,15 @@ def test_a_secret_written_by_rewrite_args_is_scrubbed_from_the_tool_error() -> N
 
     model = ScriptedModel([_call("login", '{"password": "x"}'), {"text": "ok"}])
     agent = seamkit.Agent(model, tools=[login], hooks=[Inject()], plugin_hooks=False)
-    result = agent.run_sync("go")
+    result, shown, _ = _run(agent, "go", streamed)
     assert CANARY not in result.model_dump_json()
+    assert not [text for text in shown if CANARY in text]
     assert "***" in result.transcript[2].text
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
 def test_a_secret_a_schema_tool_rejects_is_scrubbed_from_the_invalid_call(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, streamed: bool
 ) -> None:
     async def pick(arguments: dict[str, Any], ctx: seamkit.ActionContext) -> str:
         return "never"
@@ -207,9 +250,10 @@ def test_a_secret_a_schema_tool_rejects_is_scrubbed_from_the_invalid_call(
 
     model = ScriptedModel([_call("pick", '{"key": "a"}'), {"text": "ok"}])
     agent = seamkit.Agent(model, tools=[tool], hooks=[Inject()], plugin_hooks=False)
-    result = agent.run_sync("go")
+    result, shown, _ = _run(agent, "go", streamed)
     assert "is not one of" in result.transcript[2].text  # the model still learns why
     assert CANARY not in result.model_dump_json() and CANARY not in caplog.text
+    assert not [text for text in shown if CANARY in text]
 
 
 def test_action_agent_receives_the_running_agent_and_is_hidden() -> None:

@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote_plus
 
 import pytest
 import seamkit
-from seamkit import Secret, flow
+from seamkit import Secret, flow, stream as S
 from seamkit.testing import ScriptedModel
 
 SEAMKIT = Path(sys.executable).parent / "seamkit"
@@ -62,12 +64,19 @@ hooks:
     arguments: {api_key: "${secret:VAULT_KEY}"}
 """
 
-SCRIPT = """
+BASIC = base64.b64encode(f"user:{CANARY}".encode()).decode()
+ECHO = f"Nothing could be fetched with {CANARY} (Basic {BASIC})."
+"""The model's answer: it echoes the secret, plain and in a Basic-auth header."""
+ECHO_DELTAS = [ECHO[:36], ECHO[36:40], ECHO[40:70], ECHO[70:]]
+"""Streamed in pieces that cut both forms of the secret."""
+
+SCRIPT = f"""
 each_run: true
 turns:
   - tool_calls:
-      - {id: call_1, name: fetch, arguments: '{"path": "/orders"}'}
-  - text: "Nothing could be fetched."
+      - {{id: call_1, name: fetch, arguments: '{{"path": "/orders"}}'}}
+  - text: "{ECHO}"
+    deltas: {json.dumps(ECHO_DELTAS)}
 """
 
 
@@ -128,6 +137,7 @@ def test_the_command_line_never_shows_the_secret(app: Path) -> None:
     assert "key *** was refused" in streamed.stderr  # it was said...
     assert re.search(r"Basic [A-Za-z0-9+/=]*\*\*\*", streamed.stderr)
     assert "DEBUG" in streamed.stderr  # ...at DEBUG too...
+    assert "Nothing could be fetched with *** (Basic " in streamed.stdout  # the echo, masked
     outputs = {
         "stdout": streamed.stdout,
         "stderr": streamed.stderr,
@@ -155,28 +165,36 @@ class Leaky:
         raise RuntimeError(f"could not audit the call made with {CANARY}")
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "stream"])
 def test_a_run_keeps_the_secret_out_of_logs_diagnostics_results_and_the_store(
-    app: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    app: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, streamed: bool
 ) -> None:
     monkeypatch.setenv("VAULT_KEY", CANARY)
     monkeypatch.syspath_prepend(str(app.parent))
     store = seamkit.SQLiteSessionStore(app.parent / "in-process.sqlite")
     caplog.set_level(logging.DEBUG)
+    events: list[object] = []
 
     async def go() -> seamkit.RunResult:
         model = ScriptedModel(
             [
                 {"tool_calls": [{"id": "c1", "name": "fetch", "arguments": '{"path": "/a"}'}]},
-                {"text": "done"},
+                {"text": ECHO, "deltas": ECHO_DELTAS},  # the model echoes the secret
             ]
         )
+        options: dict[str, Any] = {"context": {"token": Secret(CANARY)}, "session": "s"}
         async with await seamkit.Agent.load(app, model=model, hooks=[Leaky()]) as agent:
-            return await agent.run(
-                "go", context={"token": Secret(CANARY)}, session="s", store=store
-            )
+            if not streamed:
+                return await agent.run("go", **options, store=store)
+            async for event in agent.stream("go", **options, store=store):
+                events.append(event)
+            assert isinstance(events[-1], S.RunFinished)
+            return events[-1].result
 
     result = asyncio.run(go())
     assert result.outcome.kind == "completed", result.outcome
+    assert result.output == seamkit.redact(ECHO, [CANARY])  # the echo, masked
+    assert str(result.output).startswith("Nothing could be fetched with *** (Basic ")
     stored = asyncio.run(store.load("s"))
     assert stored is not None
     outputs = {
@@ -185,6 +203,14 @@ def test_a_run_keeps_the_secret_out_of_logs_diagnostics_results_and_the_store(
         "result": result.model_dump_json(),
         "the store": (app.parent / "in-process.sqlite").read_bytes().decode("utf-8", "replace"),
     }
+    if streamed:
+        deltas = [e.text for e in events if isinstance(e, S.TextDelta)]
+        assert "".join(deltas) == result.output  # the echo streamed, masked
+        outputs |= {f"TextDelta #{i}": text for i, text in enumerate(deltas)}
+        outputs |= {
+            f"{type(e).__name__} #{i}": e.text if isinstance(e, S.ToolOutputDelta) else repr(e)
+            for i, e in enumerate(events)
+        }
     assert "could not audit the call made with ***" in outputs["diagnostics"]
     assert {name: revealed(text) for name, text in outputs.items()} == {
         name: [] for name in outputs

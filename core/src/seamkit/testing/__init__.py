@@ -11,6 +11,8 @@
 - :func:`check_patch_laws`, :func:`check_hook_composes` and
   :func:`check_refresh_condition`: ready property checks, one line each in a
   plugin author's test.
+- :func:`check_text_guard`: a text guard (an ``on_text_delta`` hook, the
+  run's redactor) lets no forbidden text out, whatever the model's deltas.
 - :func:`check_session_store` (and :func:`acheck_session_store` in a running
   event loop): the conformance check of a session store, journal included
   when it keeps one.
@@ -53,6 +55,10 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         acheck_session_store as acheck_session_store,
         check_session_store as check_session_store,
     )
+    from ._text_checks import (
+        TextGuardChecked as TextGuardChecked,
+        check_text_guard as check_text_guard,
+    )
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
@@ -74,5 +80,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "check_refresh_condition": "._refresh_checks",
         "acheck_session_store": "._store_checks",
         "check_session_store": "._store_checks",
+        "TextGuardChecked": "._text_checks",
+        "check_text_guard": "._text_checks",
     },
 )

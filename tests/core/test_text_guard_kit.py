@@ -159,10 +159,15 @@ class Patterned:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kernel: Redactor.unfinished holds only secret forms, not the prefixes of "
-    "redact_patterns matches, so a match cut across deltas is released unmasked",
-)
-def test_redact_patterns_hold_a_key_cut_across_deltas() -> None:
-    check_text_guard(Patterned(), KEY, ["key sk-abc12345 here"], random_splits=0)
+def test_redact_patterns_mask_the_kernels_text_but_guard_no_stream() -> None:
+    """A hook's ``redact_patterns`` mask what the kernel writes (outcomes,
+    diagnostics, logs); they are not a text guard: the stream is guarded for
+    a pattern by an ``on_text_delta`` hook (the guide's Guards), so the kit,
+    asked about them alone, finds the leak."""
+    with pytest.raises(AssertionError, match="sk-abc12345"):
+        check_text_guard(Patterned(), KEY, ["key sk-abc12345 here"], random_splits=0)
+
+    agent = seamkit.Agent(
+        seamkit.testing.ScriptedModel([]), hooks=[Patterned()], plugin_hooks=False
+    )
+    assert agent.redactor("failed on sk-abc12345") == "failed on ***"

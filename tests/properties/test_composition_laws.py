@@ -23,6 +23,7 @@ MODES = {
         HookEvent.ON_ITERATION_END,
     ],
     "all": [HookEvent.ON_COMPLETION],
+    "hold": [HookEvent.ON_TEXT_DELTA],
 }
 ALL_EVENTS = [e for events in MODES.values() for e in events]
 

@@ -2,14 +2,14 @@
 dispatcher (several hooks) and the run's release of streamed text (the
 redactor and the hooks) both follow.
 
-Guards run in order on the text not yet released. A `seamkit.flow.Hold`
-keeps the last characters of the text as it stands; a
-`seamkit.flow.RewriteText` replaces the text, and what earlier guards held
-is carried into the replacement: the same tail when the replacement still
-ends with it, otherwise everything after the prefix the replacement shares
-with what they released. So the text released is never longer than what any
-guard released, and a stack of guards nested in another behaves as the same
-guards flat.
+Guards run in order on the text not yet released, and each one narrows what
+may leave: a `seamkit.flow.Hold` keeps the last characters of the text back;
+a `seamkit.flow.RewriteText` replaces the text, and of the replacement only
+the prefix it shares with what could leave before may leave now (what the
+rewrite changed waits for the next delta, or the end of the turn), less
+what it holds itself. So what is released is the longest prefix of the
+final text that every guard released, and the rule is associative: a stack
+of guards nested in another behaves as the same guards flat.
 """
 
 from __future__ import annotations
@@ -24,21 +24,31 @@ __all__ = ["Held"]
 @dataclass(frozen=True, slots=True)
 class Held:
     """The unreleased text after some guards: ``text`` (as they left it),
-    of which the last ``keep`` characters wait; ``rewritten`` when one of
-    them replaced it."""
+    of which the first ``upto`` characters may leave; ``rewritten`` when one
+    of them replaced it. ``Held.of(text)``: before any guard."""
 
     text: str
-    keep: int = 0
+    upto: int
     rewritten: bool = False
+
+    @classmethod
+    def of(cls, text: str) -> Held:
+        """``text`` before any guard: all of it may leave."""
+        return cls(text, len(text))
 
     def then(self, flow: F.Hold | F.RewriteText) -> Held:
         """What the next guard's ``flow`` makes of this."""
         if type(flow) is F.Hold:
-            return Held(self.text, max(self.keep, min(flow.keep, len(self.text))), self.rewritten)
+            return Held(self.text, min(self.upto, _before(self.text, flow.keep)), self.rewritten)
         assert type(flow) is F.RewriteText
         after = flow.text
-        carried = _carried(self.text, self.keep, after)
-        return Held(after, max(carried, min(flow.keep, len(after))), True)
+        shared = _shared(self.text, self.upto, after)
+        return Held(after, min(shared, _before(after, flow.keep)), True)
+
+    @property
+    def keep(self) -> int:
+        """How many characters at the end wait."""
+        return len(self.text) - self.upto
 
     def flow(self) -> F.Hold | F.RewriteText:
         """The one flow that has the same effect as the guards together."""
@@ -47,26 +57,24 @@ class Held:
     @property
     def released(self) -> str:
         """What may leave now."""
-        return self.text[: len(self.text) - self.keep]
+        return self.text[: self.upto]
 
     @property
     def kept(self) -> str:
         """What waits for more text."""
-        return self.text[len(self.text) - self.keep :] if self.keep else ""
+        return self.text[self.upto :]
 
 
-def _carried(before: str, keep: int, after: str) -> int:
-    """How many characters of ``after`` stay held when a guard replaced
-    ``before``, whose last ``keep`` characters were held."""
-    if keep == 0:
-        return 0
-    tail = before[len(before) - keep :]
-    if after.endswith(tail):
-        return keep
-    released = before[: len(before) - keep]
+def _before(text: str, keep: int) -> int:
+    """Where the last ``keep`` characters of ``text`` begin."""
+    return max(0, len(text) - keep)
+
+
+def _shared(before: str, upto: int, after: str) -> int:
+    """How long a prefix of ``after`` is the same as ``before[:upto]``."""
     shared = 0
-    for mine, theirs in zip(released, after, strict=False):
+    for mine, theirs in zip(before[:upto], after, strict=False):
         if mine != theirs:
             break
         shared += 1
-    return len(after) - shared
+    return shared

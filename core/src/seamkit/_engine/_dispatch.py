@@ -429,7 +429,7 @@ class Dispatcher:
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
         ctx, text, final = args
-        held = Held(text)
+        held = Held.of(text)
         touched = False
         for impl in impls:
             call_args = (ctx, held.text, final)

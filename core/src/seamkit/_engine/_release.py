@@ -71,9 +71,9 @@ class TextRelease:
         return (await self._guard(text, final=True)).text
 
     async def _guard(self, text: str, *, final: bool) -> Held:
-        held = Held(text)
+        held = Held.of(text)
         if self._redactor is not None:
-            held = _redacted(self._redactor, text, final)
+            held = _redacted(self._redactor, held, final)
         if self._dispatch is not None and (held.text or final):
             decided = await self._dispatch(HookEvent.ON_TEXT_DELTA, held.text, final)
             flow = decided.flow
@@ -81,7 +81,7 @@ class TextRelease:
                 raise TextStopped(flow.reason, decided.hook, self.released)
             if type(flow) is F.Hold or type(flow) is F.RewriteText:
                 held = held.then(flow)
-        return Held(held.text) if final else held
+        return Held.of(held.text) if final else held
 
     async def turn(self, turn: ModelTurn, streamed: str | None) -> ModelTurn:
         """``turn`` as it may be committed: its text what was released (for a
@@ -118,12 +118,13 @@ class TextRelease:
         return call.model_copy(update={"function": function})
 
 
-def _redacted(redactor: Redactor, text: str, final: bool) -> Held:
+def _redacted(redactor: Redactor, held: Held, final: bool) -> Held:
     """The redactor as the first guard: every whole secret masked, the
     characters that could begin one held (none at the end)."""
+    text = held.text
     keep = 0 if final else redactor.unfinished(text)
     head = text[: len(text) - keep]
     masked = redactor(head)
     if masked == head:
-        return Held(text, keep)
-    return Held(masked + text[len(head) :], keep, rewritten=True)
+        return held.then(F.Hold(keep)) if keep else held
+    return held.then(F.RewriteText(masked + text[len(head) :], keep))

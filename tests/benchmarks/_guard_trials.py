@@ -5,6 +5,7 @@ detector that counts leaked characters."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import string
@@ -103,9 +104,7 @@ def secret_items(count: int, seed: int = 28) -> list[Item]:
         answer = TEMPLATES[i % len(TEMPLATES)].format(x=text)
         run_secrets = tuple(secrets[i : i + 3])
         detector = Redactor(run_secrets)
-        items.append(
-            Item(f"secret {i} ({how})", answer, run_secrets, detector, detector(answer))
-        )
+        items.append(Item(f"secret {i} ({how})", answer, run_secrets, detector, detector(answer)))
     return items
 
 
@@ -134,7 +133,9 @@ def pattern_items(count: int, seed: int = 2028) -> list[Item]:
     return items
 
 
-def splits(text: str, randoms: int, rng: random.Random, offsets: int | None = None) -> Iterator[list[str]]:
+def splits(
+    text: str, randoms: int, rng: random.Random, offsets: int | None = None
+) -> Iterator[list[str]]:
     """``text`` in deltas: split in two at every offset (or ``offsets`` of
     them, evenly spread), then ``randoms`` random multi-splits (2 to 40 cuts,
     drawn with replacement from 0..len: some deltas are empty, one may be
@@ -148,7 +149,7 @@ def splits(text: str, randoms: int, rng: random.Random, offsets: int | None = No
     for _ in range(randoms):
         cuts = sorted(rng.choices(range(n + 1), k=rng.randint(2, 40)))
         bounds = [0, *cuts, n]
-        yield [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        yield [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 def leaked_chars(detector: Redactor, text: str) -> int:

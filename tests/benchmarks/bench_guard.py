@@ -76,7 +76,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +94,9 @@ from tests.benchmarks._guard_trials import (
     splits,
 )
 from tests.benchmarks._harness import figure, print_figures, print_rows, result, verdict
-from tests.benchmarks._interleave import flat, interleaved, warm
+from tests.benchmarks._interleave import Client, flat, interleaved, warm
 
-FULL = {
+FULL: dict[str, Any] = {
     "secrets": 200,
     "matches": 200,
     "randoms": 1000,
@@ -109,7 +109,7 @@ FULL = {
     "steps": 400,
     "warm": 50,
 }
-QUICK = {
+QUICK: dict[str, Any] = {
     "secrets": 4,
     "matches": 3,
     "randoms": 5,
@@ -132,7 +132,11 @@ GUARD_ENTRY = {
     "patterns": list(PATTERNS),
     "action": "mask",
 }
-LATENCY_SECRETS = ("sk-live-4f9a2c7e1b8d3f60a5e2", 'p@ss/w0rd+"quoted"&more=%', "ghp_Zx81LmQ0rTt5vW2yKj7")
+LATENCY_SECRETS = (
+    "sk-live-4f9a2c7e1b8d3f60a5e2",
+    'p@ss/w0rd+"quoted"&more=%',
+    "ghp_Zx81LmQ0rTt5vW2yKj7",
+)
 
 
 # --- the model and the agents ---------------------------------------------------------
@@ -255,9 +259,7 @@ def serve_trials(items: Sequence[Item], counts: Mapping[str, Any]) -> Tally:
     trials: list[tuple[Item, list[str]]] = [
         (item, deltas)
         for item in items
-        for deltas in splits(
-            item.answer, counts["serve_randoms"], rng, counts["serve_offsets"]
-        )
+        for deltas in splits(item.answer, counts["serve_randoms"], rng, counts["serve_offsets"])
     ]
     turns = [
         {"text": item.answer, "deltas": deltas, "expect": {"last_user": f"trial {j}"}}
@@ -321,16 +323,19 @@ def serve_trials(items: Sequence[Item], counts: Mapping[str, Any]) -> Tally:
 # --- 2. latency ---------------------------------------------------------------------------
 
 
+PROSE = (
+    "The report covers the quarter in three parts: what changed in the service, "
+    "which incidents followed and how long each took to resolve, and what the team "
+    "plans next. Most requests were answered within the target; two releases were "
+    "rolled back after their error rates rose, and both were fixed within a day. "
+    "Next quarter the team will move the remaining jobs to the new queue and retire "
+    "the old scheduler."
+)
+
+
 def prose() -> list[str]:
     """The 50-chunk answer: one word (with its space) a chunk, about 400 characters."""
-    words = (
-        "The report covers the quarter in three parts: what changed in the service, "
-        "which incidents followed and how long each took to resolve, and what the team "
-        "plans next. Most requests were answered within the target; two releases were "
-        "rolled back after their error rates rose, and both were fixed within a day. "
-        "Next quarter the team will move the remaining jobs to the new queue and retire "
-        "the old scheduler."
-    ).split()[:CHUNKS]
+    words = PROSE.split()[:CHUNKS]
     chunks = [words[0]] + [" " + w for w in words[1:]]
     assert len(chunks) == CHUNKS, len(chunks)
     return chunks
@@ -382,7 +387,7 @@ async def latency(counts: Mapping[str, Any]) -> dict[str, Any]:
         releases[name] = await _count_releases_async(timed)
     for timed in variants.values():
         timed.ttft.clear()
-    clients = dict(variants)
+    clients: dict[str, Client] = dict(variants)
     await warm(clients, counts["warm"])
     for timed in variants.values():
         timed.ttft.clear()
@@ -507,8 +512,16 @@ def specs(leaks: Mapping[str, Tally], lat: Mapping[str, Any], steps: int) -> lis
 
 def _leak_rows(leaks: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = [
-        ("path / kind", "trials", "releases", "texts", "leaked releases", "leaked chars",
-         "altered", "errors")
+        (
+            "path / kind",
+            "trials",
+            "releases",
+            "texts",
+            "leaked releases",
+            "leaked chars",
+            "altered",
+            "errors",
+        )
     ]
     for name, t in leaks.items():
         rows.append(
@@ -536,8 +549,16 @@ def _print(res: Mapping[str, Any]) -> None:
     print()
     lat = res["latency"]
     rows: list[tuple[str, ...]] = [
-        ("variant (ms, median of rounds)", "TTFT p50", "TTFT p95", "per-delta p50",
-         "per-delta p95", "added TTFT p95", "added per-delta p50", "TextReleases")
+        (
+            "variant (ms, median of rounds)",
+            "TTFT p50",
+            "TTFT p95",
+            "per-delta p50",
+            "per-delta p95",
+            "added TTFT p95",
+            "added per-delta p50",
+            "TextReleases",
+        )
     ]
     base = lat["neither"]
     for variant, shown in SHOWN.items():
@@ -550,7 +571,9 @@ def _print(res: Mapping[str, Any]) -> None:
                 f"{v['per_delta_p50']:.4f}",
                 f"{v['per_delta_p95']:.4f}",
                 "-" if variant == "neither" else f"{v['added_ttft_p95']:+.4f}",
-                "-" if variant == "neither" else f"{v['per_delta_p50'] - base['per_delta_p50']:+.4f}",
+                "-"
+                if variant == "neither"
+                else f"{v['per_delta_p50'] - base['per_delta_p50']:+.4f}",
                 str(res["text_releases"][variant]),
             )
         )
@@ -634,7 +657,9 @@ def main(quick: bool = False) -> dict[str, Any]:
     problems = []
     for name, t in tallies.items():
         if t.leaked_chars or t.leaked_releases:
-            problems.append(f"{name}: {t.leaked_chars} leaked characters in {t.leaked_releases} releases")
+            problems.append(
+                f"{name}: {t.leaked_chars} leaked characters in {t.leaked_releases} releases"
+            )
         if t.altered:
             problems.append(f"{name}: {t.altered} trials released other text than expected")
         if t.errors:

@@ -143,10 +143,15 @@ LATENCY_SECRETS = (
 
 
 class Deltas:
-    """A model that streams ``deltas`` (set before each run) at once."""
+    """A model that streams ``deltas`` (set before each run) at once; with
+    ``pause``, it lets the event loop run once after each delta (a real
+    provider awaits its socket between deltas: without that, the whole run
+    would be done before the consumer of ``Agent.stream`` saw its first
+    event, and the time to the first token would be the whole stream's)."""
 
-    def __init__(self, deltas: Sequence[str] = ()) -> None:
+    def __init__(self, deltas: Sequence[str] = (), *, pause: bool = False) -> None:
         self.deltas = list(deltas)
+        self.pause = pause
 
     def _turn(self) -> ModelTurn:
         return ModelTurn(message=Message.assistant("".join(self.deltas)), finish_reason="stop")
@@ -157,6 +162,8 @@ class Deltas:
     async def stream(self, request: Any) -> AsyncIterator[str | ModelTurn]:
         for delta in self.deltas:
             yield delta
+            if self.pause:
+                await asyncio.sleep(0)
         yield self._turn()
 
 
@@ -373,9 +380,9 @@ async def latency(counts: Mapping[str, Any]) -> dict[str, Any]:
     chunks = prose()
     text = "".join(chunks)
     secrets = {f"k{i}": Secret(s) for i, s in enumerate(LATENCY_SECRETS)}
-    plain = await build(Deltas(chunks), guarded=False)
-    again = await build(Deltas(chunks), guarded=False)
-    guard = await build(Deltas(chunks), guarded=True)
+    plain = await build(Deltas(chunks, pause=True), guarded=False)
+    again = await build(Deltas(chunks, pause=True), guarded=False)
+    guard = await build(Deltas(chunks, pause=True), guarded=True)
     variants = {
         "neither": Timed(plain, None, text),
         "neither_again": Timed(again, None, text),

@@ -42,7 +42,7 @@ answer is read with ``httpx`` and parsed; each content chunk and their
 concatenation are checked the same way, against the detector of all the
 app's secrets and the patterns.
 
-**2. Latency.** A 50-chunk answer (50 words of ordinary prose, about 400
+**2. Latency.** A 50-chunk answer (50 words of ordinary prose, 291
 characters, no secret) from a model that yields every delta at once and
 lets the event loop run once after each (``await asyncio.sleep(0)``, as a
 provider awaits its socket; without it the whole run ends before the
@@ -345,7 +345,7 @@ PROSE = (
 
 
 def prose() -> list[str]:
-    """The 50-chunk answer: one word (with its space) a chunk, about 400 characters."""
+    """The 50-chunk answer: one word (with its space) a chunk, 291 characters."""
     words = PROSE.split()[:CHUNKS]
     chunks = [words[0]] + [" " + w for w in words[1:]]
     assert len(chunks) == CHUNKS, len(chunks)

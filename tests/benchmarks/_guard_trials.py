@@ -160,7 +160,7 @@ def leaked_chars(detector: Redactor, text: str) -> int:
         return 0
     covered = 0
     end = 0
-    for a, b in detector._spans(text):
+    for a, b in detector.spans(text):
         if b > end:
             covered += b - max(a, end)
             end = b

@@ -178,7 +178,7 @@ class Redactor:
         all are found in the text as given, and each run of overlapping
         matches becomes one ``***`` (so a secret inside a pattern's match
         cannot break the match, nor a match leave part of a secret)."""
-        found = self._spans(text)
+        found = self.spans(text)
         if not found:
             return text
         pieces: list[str] = []
@@ -193,8 +193,9 @@ class Redactor:
         pieces += (text[done:start], MASK, text[end:])
         return "".join(pieces)
 
-    def _spans(self, text: str) -> list[tuple[int, int]]:
-        """Where the secret forms and the pattern matches are in ``text``, sorted."""
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secret forms and the pattern matches are in ``text``:
+        ``(start, end)`` pairs, sorted (they may overlap)."""
         found: list[tuple[int, int]] = []
         for form in self._forms:
             start = text.find(form)
@@ -224,7 +225,7 @@ class Redactor:
                 break
         if cut == n:
             return 0
-        for start, end in reversed(self._spans(text)):  # a whole form across the cut
+        for start, end in reversed(self.spans(text)):  # a whole form across the cut
             if start < cut < end:
                 cut = start
         return n - cut

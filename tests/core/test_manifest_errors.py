@@ -35,7 +35,7 @@ def test_unknown_kind_lists_the_installed_kinds(tmp_path, registry) -> None:  # 
     lines = errors(tmp_path, registry, BASE + "hooks:\n  - kind: zzz\n    event: on_pre_llm\n")
     assert lines[0].endswith("app.yaml:4:11: hooks[0].kind: unknown hook kind 'zzz'")
     assert lines[1] == (
-        "  hint: installed hook kinds: approval, note, tool_call; "
+        "  hint: installed hook kinds: approval, guard, note, tool_call; "
         "`seamkit plugins` lists every installed plugin and its kinds"
     )
 

@@ -13,12 +13,18 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import seamkit
 from seamkit import stream as S
 
 from tests.plugins.test_serve import SEAMKIT, Served
+
+if TYPE_CHECKING:
+    from tests.plugins.postgres_server import PostgresServer
+
+pytest_plugins = ["tests.plugins.postgres_server"]
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "guarded"
 TOKEN = "tok-demo-4f9a1c77e2"
@@ -175,3 +181,32 @@ def test_serve_ends_a_stream_a_text_guard_blocked_with_content_filter(tmp_path: 
     finally:
         log = served.stop()
     _clean(log, "the server's log")
+
+
+def test_served_on_postgresql_the_withheld_page_is_in_no_row(
+    tmp_path: Path, postgres: PostgresServer
+) -> None:
+    """The post-tool guard's case on the other store: ``seamkit serve``
+    keeping its sessions in PostgreSQL; every row of every table is read."""
+    database = postgres.new_database()
+    served = Served(str(_copy(tmp_path)), tmp_path, "--store", postgres.url(database))
+    try:
+        client = served.client(None, **{"X-Seamkit-Session": "pg-1"})
+        answer = client.chat.completions.create(
+            model="guarded", messages=[{"role": "user", "content": "How do returns work?"}]
+        )
+        assert answer.choices[0].finish_reason == "content_filter"
+        again = client.chat.completions.create(
+            model="guarded", messages=[{"role": "user", "content": "and now?"}]
+        )
+        _clean(again.model_dump_json(), "the next answer")
+    finally:
+        log = served.stop()
+    _clean(log, "the server's log")
+    tables = postgres.query(
+        database, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    )
+    assert tables, "the server kept no table"
+    rows = "\n".join(str(postgres.query(database, f'SELECT * FROM "{t}"')) for (t,) in tables)
+    assert WITHHELD in rows  # the session holds the call's answer: withheld
+    _clean(rows, "PostgreSQL's rows")

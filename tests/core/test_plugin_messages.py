@@ -187,7 +187,7 @@ def test_an_unrelated_unknown_kind_mentions_the_disabled_plugins(
     result = invoke("validate", str(app))
     lines = result.stderr.splitlines()
     assert lines[0] == f"{app}:4:11: hooks[0].kind: unknown hook kind 'memory'"
-    assert lines[1].startswith("  hint: installed hook kinds: approval, tool_call; ")
+    assert lines[1].startswith("  hint: installed hook kinds: approval, guard, tool_call; ")
     assert "; installed plugins not loaded: ttl (disabled by SEAMKIT_DISABLE_PLUGINS); " in lines[1]
     assert lines[1].endswith(f"; {EVERY_PLUGIN}")
 
@@ -488,7 +488,7 @@ def test_an_unknown_kind_lists_the_installed_kinds_and_points_at_seamkit_plugins
     assert result.exit_code == 1
     assert result.stderr.splitlines()[:2] == [
         f"{app}:4:11: hooks[0].kind: unknown hook kind 'tool_cal'",
-        "  hint: did you mean 'tool_call'? installed hook kinds: approval, tool_call; "
+        "  hint: did you mean 'tool_call'? installed hook kinds: approval, guard, tool_call; "
         + EVERY_PLUGIN,
     ]
 

@@ -11,7 +11,8 @@ from collections.abc import AsyncGenerator
 import httpx
 
 from ._config import HttpTls, ServiceDescriptor
-from ._errors import ToolServiceError
+from ._envelope import decode_reply
+from ._errors import EnvelopeError, ToolServiceError
 from ._http_auth import mask_urls
 from ._transport import Call, Dropped, Replies
 
@@ -71,12 +72,13 @@ class HttpTransport:
                 response = await client.send(request, stream=True)
                 try:
                     if response.status_code >= 400:
-                        body = (await response.aread())[:200].decode("utf-8", "replace")
+                        body = _problem((await response.aread())[:500])
                         refused = response.status_code in (401, 403)
                         raise ToolServiceError(
                             "Unauthorized" if refused else "Unavailable",
                             f"tool service '{service.id}' at {shown} answered HTTP "
-                            f"{response.status_code}: {mask_urls(body)}",
+                            f"{response.status_code}"
+                            f"{' (unauthorized)' if refused else ''}: {mask_urls(body)}",
                             service=service.id,
                             hint="check the service's auth (bearer token) and tls settings"
                             if refused
@@ -107,6 +109,18 @@ class HttpTransport:
         """Close the pooled connections (idempotent)."""
         for client in (self._client, *self._clients.values()):
             await client.aclose()
+
+
+def _problem(body: bytes) -> str:
+    """What an error response says: the message of its error envelope, else
+    the start of its body."""
+    try:
+        reply = decode_reply(body)
+    except EnvelopeError:
+        reply = None
+    if reply is not None and reply.error is not None:
+        return f"{reply.error[0]}: {reply.error[1]}"[:200]
+    return body[:200].decode("utf-8", "replace")
 
 
 def _ssl_context(tls: HttpTls) -> ssl.SSLContext:

@@ -108,7 +108,7 @@ class ServiceApp:
         allowed, caller = self._caller(scope)
         if not allowed:
             body = await _body(receive) if method == "POST" else b""
-            problem = "a valid 'Authorization: Bearer' token is required (HTTP 401 unauthorized)"
+            problem = "this service requires a valid 'Authorization: Bearer' token"
             await send(
                 {
                     "type": "http.response.start",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import ssl
 import subprocess
 import threading
@@ -419,3 +420,53 @@ def test_headers_are_sent_and_a_secret_one_never_shown(
     assert answer["ok"] is True and answer["team"] == "blue"
     assert answer["echo"] == "***"  # the service echoed it: masked
     assert_no_canary(text, result.model_dump_json(), caplog.text)
+
+
+# --- the CLI ---------------------------------------------------------------------------
+
+
+def test_no_token_or_password_reaches_the_clis_output(
+    token_service: Served, tmp_path: Path
+) -> None:
+    host_port = token_service.url.removeprefix("http://")
+    services = [
+        whoami(f"http://svc:${{secret:PW}}@{host_port}", auth={"bearer": "${secret:TOKEN}"}),
+        {**whoami(token_service.url, auth={"bearer": "${secret:BAD}"}), "id": "refused"},
+    ]
+    manifest = app(services, [tool("who", "whoami"), tool("no", "refused")])
+    turns = [
+        {"tool_calls": [{"name": "who", "arguments": "{}"}, {"name": "no", "arguments": "{}"}]},
+        {"text": "done"},
+    ]
+    (tmp_path / "script.json").write_text(json.dumps(turns))
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps({**manifest, "model": "scripted:script.json"}))
+    env = {**os.environ, "TOKEN": TOKEN_1, "PW": PASSWORD, "BAD": WRONG}
+    outputs = []
+    for command in (["validate"], ["tools", "--json"], ["run", "--json"], ["run"]):
+        done = subprocess.run(
+            [str(SEAMKIT), *command, str(path), *(["hi"] if command[0] == "run" else [])],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout + done.stderr)
+    assert "agent-1" in outputs[2] and "Unauthorized" in outputs[2]
+    assert_no_canary(*outputs, token_service.output())
+
+
+def test_every_worker_checks_the_tokens(tokens: None, tmp_path: Path) -> None:
+    command = ["--workers", "2", "--token-env", "agent-1=TS_TOKEN_1"]
+    with Served.start(WHOAMI, tmp_path, *command) as served:
+        envelope = b'{"id":"r","user":"u","config":"{}","arguments":"{}"}'
+        for _ in range(6):  # both workers, whichever answers
+            assert httpx.post(served.url, content=envelope, timeout=5).status_code == 401
+            good = httpx.post(
+                served.url,
+                content=envelope,
+                headers={"authorization": f"Bearer {TOKEN_1}"},
+                timeout=5,
+            )
+            assert json.loads(good.json()["response"])["caller"] == "agent-1"

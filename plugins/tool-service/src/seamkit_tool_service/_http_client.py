@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Generator
 
 import httpx
 
@@ -62,14 +62,19 @@ class HttpTransport:
         try:
             async with asyncio.timeout_at(deadline):
                 client = self._client_for(service)
+                headers = service.http_headers()
                 request = client.build_request(
                     "POST",
                     url,
                     content=call.payload,
-                    headers={**call.headers, **service.http_headers()},
+                    headers={**call.headers, **headers},
                     timeout=httpx.Timeout(message_timeout, connect=min(message_timeout, 10.0)),
                 )
-                response = await client.send(request, stream=True)
+                # an Authorization the descriptor gives wins over the URL's userinfo
+                given = any(k.lower() == "authorization" for k in headers)
+                response = await client.send(
+                    request, stream=True, auth=_AS_GIVEN if given else httpx.USE_CLIENT_DEFAULT
+                )
                 try:
                     if response.status_code >= 400:
                         body = _problem((await response.aread())[:500])
@@ -109,6 +114,16 @@ class HttpTransport:
         """Close the pooled connections (idempotent)."""
         for client in (self._client, *self._clients.values()):
             await client.aclose()
+
+
+class _AsGiven(httpx.Auth):
+    """Send the request with the Authorization header it has."""
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        yield request
+
+
+_AS_GIVEN = _AsGiven()
 
 
 def _problem(body: bytes) -> str:

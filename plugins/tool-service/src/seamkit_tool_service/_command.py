@@ -17,7 +17,9 @@ import seamkit
 from pydantic import ValidationError
 from seamkit.plugins import listening_socket
 
-from ._http_server import load_service
+from ._http_auth import TOKENS_ENV, mask_urls
+from ._http_serve_auth import HttpServerAuth
+from ._http_server import CLIENT_CERTS_ENV, load_service
 
 __all__ = ["tool_service_group"]
 
@@ -110,13 +112,24 @@ def _serve_nats(
         sys.exit(1)
 
 
-def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> None:
+def _serve_http(
+    spec: str,
+    host: str,
+    port: int,
+    workers: int,
+    drain: float,
+    options: HttpServerAuth | None = None,
+) -> None:
+    auth = options or HttpServerAuth()
     sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
-    url = f"http://{host}:{bound}/"
+    url = f"{'https' if auth.certfile else 'http'}://{host}:{bound}/"
     os.environ["SEAMKIT_TOOL_SERVICE"] = spec
     os.environ["SEAMKIT_TOOL_SERVICE_URL"] = url
-    click.echo(f"seamkit tool-service: {spec} on {url} ({workers} worker(s))", err=True)
+    os.environ[TOKENS_ENV] = ",".join(f"{i}={v}" for i, v in auth.tokens)
+    os.environ[CLIENT_CERTS_ENV] = "1" if auth.ca_certs else ""
+    banner = f"seamkit tool-service: {spec} on {url} ({workers} worker(s)){auth.banner()}"
+    click.echo(mask_urls(banner), err=True)
     import uvicorn  # lazy: only serving over HTTP needs it
 
     config = uvicorn.Config(
@@ -126,6 +139,7 @@ def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> 
         timeout_graceful_shutdown=max(1, int(drain)),
         log_level="warning",
         lifespan="on",
+        **auth.uvicorn_options(),
     )
     if workers == 1:
         uvicorn.Server(config).run(sockets=[sock])
@@ -155,6 +169,21 @@ def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> 
     type=click.FloatRange(0),
     help="How long calls in flight may take to finish on shutdown.",
 )
+@click.option(
+    "--token-env",
+    "token_env",
+    multiple=True,
+    metavar="[ID=]VAR",
+    help="http: accept the bearer token in $VAR, its id ID (default: VAR); repeatable.",
+)
+@click.option("--certfile", type=click.Path(dir_okay=False), help="http: serve TLS: certificate.")
+@click.option("--keyfile", type=click.Path(dir_okay=False), help="http: the certificate's key.")
+@click.option(
+    "--ca-certs",
+    "ca_certs",
+    type=click.Path(dir_okay=False),
+    help="http: require client certificates signed by these CAs (the subject is the caller).",
+)
 def serve(
     spec: str,
     transport: str,
@@ -164,6 +193,10 @@ def serve(
     subject: str | None,
     workers: int,
     drain_seconds: float,
+    token_env: tuple[str, ...] = (),
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    ca_certs: str | None = None,
 ) -> None:
     """Serve the DynamicToolService MODULE:CLASS."""
     sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
@@ -180,4 +213,5 @@ def serve(
         _serve_nats(spec, urls, subject, workers, drain_seconds)
     else:
         _service_or_fail(spec, transport, None, f"http://{host}:{port}/")
-        _serve_http(spec, host, port, workers, drain_seconds)
+        auth = HttpServerAuth.from_options(host, token_env, certfile, keyfile, ca_certs)
+        _serve_http(spec, host, port, workers, drain_seconds, auth)

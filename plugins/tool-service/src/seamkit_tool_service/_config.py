@@ -25,12 +25,16 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
-from seamkit import ToolConfig
+from seamkit import Secret, ToolConfig
+
+from ._http_auth import mask_urls
 
 __all__ = [
     "RESERVED_FIELDS",
     "Argument",
     "ConfigParam",
+    "HttpAuth",
+    "HttpTls",
     "ServedTool",
     "ServiceDescriptor",
     "ToolServiceConfig",
@@ -155,6 +159,51 @@ class ServedTool(BaseModel):
         return self
 
 
+class HttpAuth(BaseModel):
+    """How an http service is authenticated: a bearer token."""
+
+    model_config = _STRICT
+
+    bearer: Secret[str] = Field(
+        description="The token sent as 'Authorization: Bearer ...' (a ${secret:...})."
+    )
+
+
+class HttpTls(BaseModel):
+    """TLS for an https service: whether to verify its certificate, the CA
+    that signed it, and a client certificate (files relative to the manifest)."""
+
+    model_config = _STRICT
+
+    verify: bool = Field(default=True, description="Verify the service's certificate.")
+    ca_file: str | None = Field(
+        default=None, description="The CA bundle (PEM) to verify it with (default: the system's)."
+    )
+    cert_file: str | None = Field(
+        default=None, description="A client certificate (PEM), for a service that requires one."
+    )
+    key_file: str | None = Field(
+        default=None, description="The client certificate's key (PEM), if not in cert_file."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HttpTls:
+        if self.key_file and not self.cert_file:
+            _raise(
+                "HttpTls",
+                [
+                    (
+                        ("key_file",),
+                        "missing",
+                        "key_file needs cert_file",
+                        "set cert_file to the client certificate",
+                        self.key_file,
+                    )
+                ],
+            )
+        return self
+
+
 class ServiceDescriptor(BaseModel):
     """How to reach a tool service and what it takes: its ``id``, transport
     and address, its config params and its time-outs."""
@@ -168,7 +217,10 @@ class ServiceDescriptor(BaseModel):
     transport: Literal["http", "nats"] = Field(
         default="http", description="'http' (POST to url) or 'nats' (request/reply on subject)."
     )
-    url: str | None = Field(default=None, description="http: the URL requests are POSTed to.")
+    url: str | Secret[str] | None = Field(
+        default=None,
+        description="http: the URL requests are POSTed to (a ${secret:...} in its userinfo).",
+    )
     servers: list[str] = Field(
         default_factory=list, description="nats: the NATS servers, e.g. nats://127.0.0.1:4222."
     )
@@ -191,12 +243,21 @@ class ServiceDescriptor(BaseModel):
         default_factory=list,
         description="Tools the service announces (used when it is discovered).",
     )
+    headers: dict[str, str | Secret[str]] = Field(
+        default_factory=dict,
+        description="http: headers sent with every request (values may be ${secret:...}).",
+    )
+    auth: HttpAuth | None = Field(default=None, description="http: the bearer token to send.")
+    tls: HttpTls | None = Field(
+        default=None, description="http: certificate verification and a client certificate."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ServiceDescriptor:
         issues: list[Issue] = []
         if self.transport == "http":
-            if not self.url:
+            url = self.url_text
+            if not url:
                 issues.append(
                     (
                         ("url",),
@@ -206,14 +267,14 @@ class ServiceDescriptor(BaseModel):
                         None,
                     )
                 )
-            elif not self.url.startswith(("http://", "https://")):
+            elif not url.startswith(("http://", "https://")):
                 issues.append(
                     (
                         ("url",),
                         "bad_url",
-                        f"url '{self.url}' is not an http(s) URL",
+                        f"url '{mask_urls(url)}' is not an http(s) URL",
                         "e.g. http://127.0.0.1:8765",
-                        self.url,
+                        self.url if isinstance(self.url, Secret) else mask_urls(url),
                     )
                 )
         else:
@@ -283,6 +344,27 @@ class ServiceDescriptor(BaseModel):
             seen.add(param.name)
         _raise("ServiceDescriptor", issues)
         return self
+
+    @property
+    def url_text(self) -> str:
+        """The URL as sent (a secret in it revealed): never show it."""
+        url = self.url
+        return url.get_secret_value() if isinstance(url, Secret) else (url or "")
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as errors and logs show it: its userinfo masked."""
+        return mask_urls(self.url_text)
+
+    def http_headers(self) -> dict[str, str]:
+        """The headers to send (secrets revealed): ``headers``, then
+        ``Authorization`` from ``auth``."""
+        out = {
+            k: v.get_secret_value() if isinstance(v, Secret) else v for k, v in self.headers.items()
+        }
+        if self.auth is not None:
+            out["Authorization"] = f"Bearer {self.auth.bearer.get_secret_value()}"
+        return out
 
     @property
     def message_timeout(self) -> float:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
 
 from seamkit import Agent, SeamkitError, Tool, ToolSource
 from seamkit.plugins import BuildContext
 
-from ._config import ToolServiceConfig, ToolServicesConfig, check_tool
+from ._config import ServiceDescriptor, ToolServiceConfig, ToolServicesConfig, check_tool
 from ._discovery import Discovered
 from ._tools import Connections, service_tool
 
@@ -52,7 +53,7 @@ async def resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequen
     issues = check_tool(config.name, config.service, config.config_values, services)
     if issues:
         raise SeamkitError("; ".join(i[2] for i in issues), hint=issues[0][3])
-    service = services[config.service]
+    service = _with_files(services[config.service], build.base_dir)
     return [
         service_tool(
             service,
@@ -64,6 +65,21 @@ async def resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequen
             timeout_seconds=config.timeout_seconds,
         )
     ]
+
+
+def _with_files(service: ServiceDescriptor, base_dir: Path | None) -> ServiceDescriptor:
+    """``service`` with its TLS files relative to the manifest's directory."""
+    tls = service.tls
+    if tls is None or base_dir is None:
+        return service
+    update = {
+        name: str(base_dir / value)
+        for name in ("ca_file", "cert_file", "key_file")
+        if (value := getattr(tls, name)) and not Path(value).is_absolute()
+    }
+    if not update:
+        return service
+    return service.model_copy(update={"tls": tls.model_copy(update=update)})
 
 
 async def resolve_section(

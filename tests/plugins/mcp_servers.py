@@ -7,7 +7,9 @@ run from the repository root (``tests`` importable). ``NAME`` is
 - ``main``: an SDK `MCPServer` with the tools below, over stdio (the
   default) or streamable HTTP on 127.0.0.1:PORT at ``/mcp``; over HTTP every
   request must carry ``Authorization: Bearer $MCP_TEST_TOKEN`` when that
-  variable is set (401 otherwise);
+  variable is set (401 otherwise); over https when ``$MCP_TEST_TLS_CERT``
+  names its certificate and key (one PEM file), requiring a client
+  certificate signed by the CA of ``$MCP_TEST_TLS_CLIENT_CA`` when that is set;
 - ``garbage``: writes lines that are not JSON-RPC to stdout and never answers;
 - ``silent``: reads stdin and never answers (``initialize`` included).
 
@@ -284,7 +286,16 @@ def serve_http(server: MCPServer, port: int) -> None:
     token = os.environ.get(TOKEN_VARIABLE)
     if token:
         app = token_check(app, token)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    tls: dict[str, Any] = {}
+    cert = os.environ.get("MCP_TEST_TLS_CERT")
+    if cert:
+        import ssl
+
+        tls = {"ssl_certfile": cert, "ssl_keyfile": cert}
+        client_ca = os.environ.get("MCP_TEST_TLS_CLIENT_CA")
+        if client_ca:
+            tls |= {"ssl_ca_certs": client_ca, "ssl_cert_reqs": ssl.CERT_REQUIRED}
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **tls)
 
 
 def never_answer(banner: list[str]) -> None:

@@ -1,6 +1,7 @@
 """What a manifest says about an MCP server: how to start or reach it
-(stdio ``command`` or streamable-HTTP ``url``), which of its tools to use,
-and its time-outs. The model never imports the MCP SDK."""
+(stdio ``command`` or streamable-HTTP ``url``, with ``tls`` for https),
+which of its tools to use, and its time-outs. The model never imports the
+MCP SDK."""
 
 from __future__ import annotations
 
@@ -8,9 +9,40 @@ from fnmatch import fnmatchcase
 from typing import Literal
 
 import seamkit
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-__all__ = ["MCPToolConfig"]
+__all__ = ["MCPTls", "MCPToolConfig"]
+
+
+class MCPTls(BaseModel):
+    """TLS for a streamable-HTTP server at an https URL: whether to verify
+    its certificate, the CA that signed it, and a client certificate (files
+    relative to the manifest). The same settings as an http tool service's
+    ``tls``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verify: bool = Field(default=True, description="Verify the server's certificate.")
+    ca_file: str | None = Field(
+        default=None, description="The CA bundle (PEM) to verify it with (default: the system's)."
+    )
+    cert_file: str | None = Field(
+        default=None, description="A client certificate (PEM), for a server that requires one."
+    )
+    key_file: str | None = Field(
+        default=None, description="The client certificate's key (PEM), if not in cert_file."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> MCPTls:
+        if self.key_file and not self.cert_file:
+            hint = {"hint": "set cert_file to the client certificate"}
+            error = PydanticCustomError("key_without_cert", "key_file needs cert_file", hint)
+            raise ValidationError.from_exception_data(
+                "MCPTls", [InitErrorDetails(type=error, loc=("key_file",), input=self.key_file)]
+            )
+        return self
 
 
 class MCPToolConfig(seamkit.ToolConfig):
@@ -36,6 +68,10 @@ class MCPToolConfig(seamkit.ToolConfig):
         default_factory=dict,
         description="streamable HTTP: request headers (values may be secrets).",
     )
+    tls: MCPTls | None = Field(
+        default=None,
+        description="streamable HTTP: certificate verification and a client certificate.",
+    )
     include: list[str] | None = Field(
         default=None, description="Glob patterns on the server's tool names: only these are used."
     )
@@ -55,6 +91,12 @@ class MCPToolConfig(seamkit.ToolConfig):
             )
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ValueError(f"url '{self.url}' is not an http(s) URL")
+        if self.tls is not None and self.url is None:
+            raise PydanticCustomError(
+                "stdio_tls",
+                "'tls' is for a streamable-HTTP server ('url'), not a stdio one ('command')",
+                {"hint": "remove 'tls', or reach the server by 'url'"},
+            )
         return self
 
     def wants(self, tool_name: str) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -38,7 +39,7 @@ from mcp.types import (
 from seamkit import Secret, redact
 from seamkit.plugins import secret_texts
 
-from ._config import MCPToolConfig
+from ._config import MCPTls, MCPToolConfig
 from ._errors import MCPServerError
 
 __all__ = ["Connection"]
@@ -73,6 +74,48 @@ def _plain(values: Mapping[str, str | Secret[str]]) -> dict[str, str]:
     return {k: v.get_secret_value() if isinstance(v, Secret) else v for k, v in values.items()}
 
 
+def _ssl_context(config: MCPToolConfig, base_dir: Path | None) -> ssl.SSLContext | bool:
+    """How to verify the server of ``config`` (``tls``, its files relative
+    to ``base_dir``): the default (`True`) without ``tls``. Raises
+    `MCPServerError` for a file that cannot be read."""
+    tls = config.tls
+    if tls is None or tls == MCPTls():
+        return True
+
+    def where(name: str | None) -> str | None:
+        if name is None or base_dir is None or Path(name).is_absolute():
+            return name
+        return str(base_dir / name)
+
+    try:
+        context = ssl.create_default_context(cafile=where(tls.ca_file))
+        if not tls.verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if tls.cert_file:
+            context.load_cert_chain(where(tls.cert_file) or "", where(tls.key_file))
+    except (OSError, ssl.SSLError) as exc:
+        label = config.label
+        raise MCPServerError(
+            f"cannot load the TLS files of MCP server {label!r}: {type(exc).__name__}: {exc}",
+            server=label,
+            hint="check tls.ca_file, tls.cert_file and tls.key_file (relative to the manifest)",
+        ) from None
+    return context
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a failed TLS handshake."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, ssl.SSLError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def _leaf(exc: BaseException) -> BaseException:
     """The first exception inside (nested) exception groups."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -97,6 +140,7 @@ class _Session:
         self._config = config
         self._base_dir = base_dir
         self._owner = owner
+        self._verify = owner.verify
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         self._ready: asyncio.Future[ClientSession] = loop.create_future()
@@ -124,7 +168,11 @@ class _Session:
                     )
                 else:
                     http = await stack.enter_async_context(
-                        httpx2.AsyncClient(headers=_plain(config.headers), timeout=_HTTP_TIMEOUT)
+                        httpx2.AsyncClient(
+                            headers=_plain(config.headers),
+                            timeout=_HTTP_TIMEOUT,
+                            verify=self._verify,
+                        )
                     )
                     streams = await stack.enter_async_context(
                         streamable_http_client(config.url or "", http_client=http)
@@ -243,6 +291,8 @@ class Connection:
         self.config = config
         self._base_dir = base_dir
         self._sessions: dict[asyncio.AbstractEventLoop, _Session] = {}
+        self.verify = _ssl_context(config, base_dir)
+        """How the server's certificate is checked (``tls``), made once."""
         self.secrets: tuple[str, ...] = tuple(secret_texts(config.env, config.headers))
         """The plain text of the secrets in ``env`` and ``headers``."""
         self.stops = 0
@@ -269,11 +319,34 @@ class Connection:
                 hint="check 'command' (on PATH, or a path) and 'cwd'",
             )
         detail = exc.message if isinstance(exc, MCPError) else f"{type(exc).__name__}: {exc}"
+        if not str(exc):
+            detail = f"{type(exc).__name__} (the connection was closed)"
         where = self.config.url or self.config.command
+        hint = "check that the server runs and speaks MCP (stdio or streamable HTTP)"
+        if _tls_failure(exc):
+            hint = (
+                "a TLS handshake failed: set tls.ca_file to the CA that signed the server's "
+                "certificate, and tls.cert_file (and key_file) if it requires a client one"
+            )
+        elif self._closed_early(exc):
+            hint = (
+                "the server closed the connection: if it requires a client certificate, "
+                "set tls.cert_file (and key_file); else check that it speaks MCP"
+            )
         return self._error(
             f"MCP server {label!r} ({where}) failed to start: {detail}"
             + (f"; its stderr ends: {stderr}" if stderr else ""),
-            hint="check that the server runs and speaks MCP (stdio or streamable HTTP)",
+            hint=hint,
+        )
+
+    def _closed_early(self, exc: BaseException) -> bool:
+        """Whether an https server without a client certificate of ours hung
+        up: how TLS 1.3 servers refuse a client that has none."""
+        url, tls = self.config.url or "", self.config.tls
+        return (
+            url.startswith("https://")
+            and not (tls is not None and tls.cert_file)
+            and isinstance(exc, httpx2.ReadError | httpx2.RemoteProtocolError)
         )
 
     def no_answer(self, timeout: float, stderr: str) -> MCPServerError:

@@ -25,7 +25,10 @@ import trustme
 from seamkit.testing import ScriptedModel
 
 from tests.plugins.mcp_servers import ROOT, TINY_SOURCE, TOKEN_VARIABLE, new_tag, tagged
+from tests.plugins.otel_helpers import Exported, exported
 from tests.plugins.test_mcp import manifest, results, run_once, seamkit_cli, turns
+
+__all__ = ["exported"]
 
 CANARY = "canary-mcp-tls-0b9e44-token"
 """The HTTPS server's bearer token."""
@@ -135,14 +138,23 @@ def build_error(app: dict[str, Any]) -> seamkit.ManifestError:
 
 @pytest.mark.usefixtures("key")
 def test_a_tls_server_is_reached_with_its_ca_file(
-    https_url: str, pki: dict[str, Path], caplog: pytest.LogCaptureFixture
+    https_url: str,
+    pki: dict[str, Path],
+    caplog: pytest.LogCaptureFixture,
+    exported: Exported,
 ) -> None:
     caplog.set_level(logging.DEBUG)
     entry = https_entry(https_url, tls={"ca_file": str(pki["ca"])})
     result = run_once(manifest(entry), [("web_echo", {"text": "over tls"}), ("web_whoami", {})])
     got = results(result)
     assert got["c1"] == "over tls" and json.loads(got["c2"]) == {"user": "ann"}
-    assert_no_canary(result.model_dump_json(), caplog.text)
+    assert exported.named("execute_tool"), "no tool span was exported"
+    assert_no_canary(
+        result.model_dump_json(),
+        caplog.text,
+        "\n".join(d.model_dump_json() for d in result.diagnostics),
+        exported.everything(),
+    )
 
 
 @pytest.mark.usefixtures("key")
@@ -281,7 +293,10 @@ def env_entry(tag: str, dump: Path, **env: str) -> dict[str, Any]:
 
 
 def test_a_secret_env_value_reaches_its_server_only_and_shows_nowhere(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+    exported: Exported,
 ) -> None:
     monkeypatch.setenv("MCP_TEST_ENV_KEY", ENV_CANARY)
     caplog.set_level(logging.DEBUG)
@@ -295,11 +310,15 @@ def test_a_secret_env_value_reaches_its_server_only_and_shows_nowhere(
         turns([("t_secret", {}), ("t_echo", {"text": "hello"})], [("t_die", {})], "done")
     )
 
+    store = seamkit.SQLiteSessionStore(tmp_path / "sessions.sqlite")
+
     async def go() -> seamkit.RunResult:
         async with await seamkit.Agent.load(app, model=model) as agent:
-            return await agent.run("hi")
+            return await agent.run("hi", session="s", store=store)
 
     result = asyncio.run(go())
+    row = asyncio.run(store.load_raw("s"))
+    assert row is not None
     # the plain value reached the server that was given it, and not the other one
     assert f"MCP_TEST_SECRET={ENV_CANARY}" in mine.read_text().splitlines()
     assert ENV_CANARY not in other.read_text()
@@ -307,7 +326,19 @@ def test_a_secret_env_value_reaches_its_server_only_and_shows_nowhere(
     got = results(result)
     assert got["c1"] == "the secret is ***" and got["c2"] == "hello"
     assert got["c3"].endswith("its stderr ends: telling secret=***"), got["c3"]
-    assert_no_canary(result.model_dump_json(), caplog.text)
+    assert exported.named("execute_tool"), "no tool span was exported"
+    files = sorted(tmp_path.glob("sessions.sqlite*"))  # with its journal, if any
+    rows = "\n".join(
+        [row.transcript, row.state, *(f.read_bytes().decode("utf-8", "replace") for f in files)]
+    )
+    assert "the secret is ***" in row.transcript  # the store holds the (masked) result
+    assert_no_canary(
+        result.model_dump_json(),
+        caplog.text,
+        "\n".join(d.model_dump_json() for d in result.diagnostics),
+        exported.everything(),
+        rows,
+    )
     assert tagged(tag) == []
 
 

@@ -10,7 +10,10 @@ fails, its tools fail with a clear error and the agent goes on.
 toolset lists again between runs.
 
 The secrets of the entry (``env``, ``headers``) are masked in everything the
-server says back: its stderr in errors, error messages, results.
+server says back: its stderr in errors, error messages, results. An https
+server is verified (and given a client certificate) as its ``tls`` says:
+one SSL context per entry, made when the connection is (a TLS file that
+cannot be read is an error then, naming the entry).
 """
 
 from __future__ import annotations

@@ -25,12 +25,14 @@ from pydantic import (
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
-from seamkit import ToolConfig
+from seamkit import Secret, ToolConfig
 
 __all__ = [
     "RESERVED_FIELDS",
     "Argument",
     "ConfigParam",
+    "NatsAuth",
+    "NatsTls",
     "ServedTool",
     "ServiceDescriptor",
     "ToolServiceConfig",
@@ -155,6 +157,104 @@ class ServedTool(BaseModel):
         return self
 
 
+class NatsAuth(BaseModel):
+    """How to authenticate to NATS: exactly one of ``token``,
+    ``user`` + ``password``, ``nkey_seed`` or ``creds_file``. Secrets come
+    from ``${secret:...}`` / ``${env:...}`` (never written in the manifest);
+    they never appear in errors, logs or banners."""
+
+    model_config = _STRICT
+
+    token: Secret[str] | None = Field(
+        default=None, description="A token, e.g. ${secret:NATS_TOKEN}."
+    )
+    user: str | None = Field(default=None, description="A user name (with password).")
+    password: Secret[str] | None = Field(
+        default=None, description="The user's password, e.g. ${secret:NATS_PASSWORD}."
+    )
+    nkey_seed: Secret[str] | None = Field(
+        default=None, description="An NKey user seed (SU...), e.g. ${secret:NATS_NKEY_SEED}."
+    )
+    creds_file: str | None = Field(
+        default=None,
+        description="A .creds file (user JWT and seed, decentralized auth), relative to the "
+        "manifest.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> NatsAuth:
+        given = [
+            name
+            for name, value in (
+                ("token", self.token),
+                ("user", self.user if self.user is not None else self.password),
+                ("nkey_seed", self.nkey_seed),
+                ("creds_file", self.creds_file),
+            )
+            if value is not None
+        ]
+        issues: list[Issue] = []
+        forms = "token, user + password, nkey_seed or creds_file"
+        if not given:
+            issues.append(((), "missing_auth", f"auth needs one of {forms}", None, None))
+        elif len(given) > 1:
+            issues.append(
+                (
+                    (given[1],),
+                    "several_auth",
+                    f"auth gives {' and '.join(given)}: give only one of {forms}",
+                    None,
+                    None,
+                )
+            )
+        elif given == ["user"]:
+            if self.user is None:
+                issues.append(
+                    (("user",), "missing", "password needs user", "add user: <name>", None)
+                )
+            elif self.password is None:
+                issues.append(
+                    (
+                        ("password",),
+                        "missing",
+                        "user needs password",
+                        "add password: ${secret:NATS_PASSWORD}",
+                        None,
+                    )
+                )
+        _raise("NatsAuth", issues)
+        return self
+
+
+class NatsTls(BaseModel):
+    """TLS to NATS: the CA that signed the server's certificate, and a client
+    certificate for servers that verify clients. Paths are relative to the
+    manifest."""
+
+    model_config = _STRICT
+
+    ca_file: str | None = Field(
+        default=None, description="CA certificates (PEM) to verify the server with."
+    )
+    cert_file: str | None = Field(
+        default=None, description="A client certificate (PEM), for servers with verify: true."
+    )
+    key_file: str | None = Field(default=None, description="The client certificate's key (PEM).")
+    handshake_first: bool = Field(
+        default=False,
+        description="TLS before the server's INFO (servers with handshake_first: true).",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> NatsTls:
+        issues: list[Issue] = []
+        if (self.cert_file is None) != (self.key_file is None):
+            missing = "key_file" if self.key_file is None else "cert_file"
+            issues.append(((missing,), "missing", "cert_file and key_file go together", None, None))
+        _raise("NatsTls", issues)
+        return self
+
+
 class ServiceDescriptor(BaseModel):
     """How to reach a tool service and what it takes: its ``id``, transport
     and address, its config params and its time-outs."""
@@ -190,6 +290,14 @@ class ServiceDescriptor(BaseModel):
     tools: list[ServedTool] = Field(
         default_factory=list,
         description="Tools the service announces (used when it is discovered).",
+    )
+    auth: NatsAuth | None = Field(
+        default=None,
+        description="nats: the credentials to connect with (default: tool_services.auth).",
+    )
+    tls: NatsTls | None = Field(
+        default=None,
+        description="nats: TLS to connect with (default: tool_services.tls).",
     )
 
     @model_validator(mode="after")
@@ -309,6 +417,14 @@ class ToolServicesConfig(BaseModel):
     )
     services: list[ServiceDescriptor] = Field(
         default_factory=list, description="The services tools may name."
+    )
+    auth: NatsAuth | None = Field(
+        default=None,
+        description="NATS credentials for discovery and every nats service without its own.",
+    )
+    tls: NatsTls | None = Field(
+        default=None,
+        description="NATS TLS for discovery and every nats service without its own.",
     )
 
     @model_validator(mode="wrap")
@@ -524,3 +640,45 @@ def _declared_services(
             continue
         found.setdefault(service.id, service)  # a duplicate id is reported on its own
     return found, broken
+
+
+def _located(path: str | None, base_dir: str | None) -> str | None:
+    """``path`` relative to ``base_dir`` (the manifest's folder), when both are given."""
+    if path is None or base_dir is None:
+        return path
+    from pathlib import Path  # lazy: only for nats services with files
+
+    return str(Path(base_dir, path).expanduser())
+
+
+def located(
+    auth: NatsAuth | None, tls: NatsTls | None, base_dir: str | None
+) -> tuple[NatsAuth | None, NatsTls | None]:
+    """``auth`` and ``tls`` with their file paths relative to ``base_dir``."""
+    if auth is not None and auth.creds_file is not None:
+        auth = auth.model_copy(update={"creds_file": _located(auth.creds_file, base_dir)})
+    if tls is not None:
+        tls = tls.model_copy(
+            update={
+                name: _located(getattr(tls, name), base_dir)
+                for name in ("ca_file", "cert_file", "key_file")
+            }
+        )
+    return auth, tls
+
+
+def secured(
+    service: ServiceDescriptor, section: ToolServicesConfig | None, base_dir: str | None
+) -> ServiceDescriptor:
+    """``service`` with the section's ``auth``/``tls`` where it has none of its
+    own (nats services only) and every file path relative to ``base_dir``."""
+    if service.transport != "nats":
+        return service
+    auth, tls = located(
+        service.auth or (section.auth if section is not None else None),
+        service.tls or (section.tls if section is not None else None),
+        base_dir,
+    )
+    if auth is service.auth and tls is service.tls:
+        return service
+    return service.model_copy(update={"auth": auth, "tls": tls})

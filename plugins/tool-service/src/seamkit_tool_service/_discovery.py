@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from seamkit import Tool
 
-from ._config import ServiceDescriptor, ToolServicesConfig, check_config
+from ._config import ServiceDescriptor, ToolServicesConfig, check_config, located
 from ._errors import ToolServiceError
 from ._tools import Connections, service_tool
 
@@ -36,8 +36,16 @@ log = logging.getLogger("seamkit_tool_service")
 class Discovered:
     """The tools of the services announced on some NATS servers, as last seen."""
 
-    def __init__(self, section: ToolServicesConfig, connections: Connections) -> None:
+    def __init__(
+        self,
+        section: ToolServicesConfig,
+        connections: Connections,
+        *,
+        base_dir: str | None = None,
+    ) -> None:
         self._servers = section.discovery_servers
+        # the section's credentials and TLS: to discover, and to call what is found
+        self._auth, self._tls = located(section.auth, section.tls, base_dir)
         self._interval = section.discover_interval_seconds
         self._connections = connections
         self._known: dict[str, tuple[str, tuple[Tool, ...]]] = {}
@@ -67,9 +75,8 @@ class Discovered:
         if self._closed:
             return
         try:
-            answers = await self._connections.nats(self._servers).gather(
-                "$SRV.INFO", wait=1.0, quiet=0.1
-            )
+            transport = self._connections.nats(self._servers, self._auth, self._tls)
+            answers = await transport.gather("$SRV.INFO", wait=1.0, quiet=0.1)
         except ToolServiceError as exc:
             log.warning("tool service discovery: %s", exc.message)
             return
@@ -106,8 +113,10 @@ class Discovered:
             if not isinstance(announced, dict):
                 raise ValueError("the descriptor is not a JSON object")
             # reached on the NATS servers it was discovered on
-            announced.update(transport="nats", servers=self._servers)
-            service = ServiceDescriptor.model_validate(announced)
+            announced.update(transport="nats", servers=self._servers, auth=None, tls=None)
+            service = ServiceDescriptor.model_validate(announced).model_copy(
+                update={"auth": self._auth, "tls": self._tls}
+            )
         except ValueError as exc:  # pydantic's ValidationError is one
             log.warning("tool service %r announced a bad descriptor: %s", name, exc)
             return None

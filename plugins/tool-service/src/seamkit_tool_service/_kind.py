@@ -14,7 +14,7 @@ from contextlib import AsyncExitStack
 from seamkit import Agent, SeamkitError, Tool, ToolSource
 from seamkit.plugins import BuildContext
 
-from ._config import ToolServiceConfig, ToolServicesConfig, check_tool
+from ._config import ToolServiceConfig, ToolServicesConfig, check_tool, secured
 from ._discovery import Discovered
 from ._tools import Connections, service_tool
 
@@ -52,7 +52,8 @@ async def resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequen
     issues = check_tool(config.name, config.service, config.config_values, services)
     if issues:
         raise SeamkitError("; ".join(i[2] for i in issues), hint=issues[0][3])
-    service = services[config.service]
+    base_dir = None if build.base_dir is None else str(build.base_dir)
+    service = secured(services[config.service], _section(build), base_dir)
     return [
         service_tool(
             service,
@@ -73,6 +74,7 @@ async def resolve_section(
     ``discover: true``)."""
     if not section.discover:
         return []
-    discovered = Discovered(section, _connections(build))
+    base_dir = None if build.base_dir is None else str(build.base_dir)
+    discovered = Discovered(section, _connections(build), base_dir=base_dir)
     build.exit_stack.push_async_callback(discovered.aclose)
     return discovered

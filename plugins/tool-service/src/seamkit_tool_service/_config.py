@@ -166,14 +166,14 @@ class NatsAuth(BaseModel):
     model_config = _STRICT
 
     token: Secret[str] | None = Field(
-        default=None, description="A token, e.g. ${secret:NATS_TOKEN}."
+        default=None, description="A token, e.g. `${secret:NATS_TOKEN}`."
     )
     user: str | None = Field(default=None, description="A user name (with password).")
     password: Secret[str] | None = Field(
-        default=None, description="The user's password, e.g. ${secret:NATS_PASSWORD}."
+        default=None, description="The user's password, e.g. `${secret:NATS_PASSWORD}`."
     )
     nkey_seed: Secret[str] | None = Field(
-        default=None, description="An NKey user seed (SU...), e.g. ${secret:NATS_NKEY_SEED}."
+        default=None, description="An NKey user seed (`SU...`), e.g. `${secret:NATS_NKEY_SEED}`."
     )
     creds_file: str | None = Field(
         default=None,
@@ -237,12 +237,12 @@ class NatsTls(BaseModel):
         default=None, description="CA certificates (PEM) to verify the server with."
     )
     cert_file: str | None = Field(
-        default=None, description="A client certificate (PEM), for servers with verify: true."
+        default=None, description="A client certificate (PEM), for servers with `verify: true`."
     )
     key_file: str | None = Field(default=None, description="The client certificate's key (PEM).")
     handshake_first: bool = Field(
         default=False,
-        description="TLS before the server's INFO (servers with handshake_first: true).",
+        description="TLS before the server's INFO (servers with `handshake_first: true`).",
     )
 
     @model_validator(mode="after")

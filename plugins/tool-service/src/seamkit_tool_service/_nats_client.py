@@ -11,6 +11,7 @@ no-responders status), not at the time-out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Sequence
@@ -79,6 +80,32 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+def _fatal(exc: BaseException) -> bool:
+    """A connection error trying again cannot mend (a TLS handshake that
+    failed: nats-py would never return from it)."""
+    import ssl
+
+    return isinstance(exc, ssl.SSLError)
+
+
+async def _connect_unless_refused(
+    client: Client, servers: Sequence[str], options: dict[str, Any], refused: asyncio.Event
+) -> None:
+    """``client.connect``, given up as soon as ``refused`` is set."""
+    connecting = asyncio.ensure_future(client.connect(servers=list(servers), **options))
+    stopped = asyncio.ensure_future(refused.wait())
+    try:
+        await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not connecting.done():  # refused, or this call was cancelled
+            connecting.cancel()
+            await asyncio.wait([connecting])
+    if connecting.cancelled():
+        raise ConnectionError("the TLS handshake failed")
+    connecting.result()
+
+
 async def connect(
     servers: Sequence[str],
     *,
@@ -99,7 +126,13 @@ async def connect(
             hint="pip install 'seamkit-tool-service[nats]'",
         ) from None
 
+    connecting: list[Exception] = []  # what the server said while connecting
+
     async def on_error(exc: Exception) -> None:
+        if len(connecting) < 8 and not client.is_connected:
+            connecting.append(exc)
+            if _fatal(exc):
+                refused.set()
         log.warning("NATS (%s): %s: %s", name, type(exc).__name__, exc)
 
     async def on_disconnect() -> None:
@@ -117,26 +150,33 @@ async def connect(
         "disconnected_cb": on_disconnect,
     }
     hidden = secret_texts(auth)
+    refused = asyncio.Event()
     client = NatsClient()
     try:
         options.update(_auth_options(auth))
         if tls is not None:
             options.update(tls=_tls_context(tls), tls_handshake_first=tls.handshake_first)
-        await client.connect(servers=list(servers), **options)
+        await _connect_unless_refused(client, servers, options, refused)
     except Exception as exc:
-        reason = _reason(exc)
-        refused = "authorization violation" in reason or "Authorization" in reason
+        with contextlib.suppress(Exception):
+            await client.close()
+        # nats-py ends with "no servers available"; the server's own reason
+        # (an authorization violation) came to the error callback before it
+        said = [e for e in connecting if "authorization" in str(e).lower()]
+        reason = _reason(said[0] if said else connecting[-1] if connecting else exc)
+        denied = "authorization violation" in reason
         raise ToolServiceError(
             "Unavailable",
             redact(f"cannot reach NATS at {', '.join(servers)}: {reason}", hidden),
             hint="check the credentials (auth) of the tool service"
-            if refused
+            if denied
             else "start nats-server, or fix the servers (and tls) of the tool service",
         ) from None
     except BaseException:  # called off midway: nats-py would leave its socket open
         await client.close()
         raise
     client.options["max_reconnect_attempts"] = -1  # ... and, once connected, reconnect forever
+    connecting.clear()
     return client
 
 

@@ -147,6 +147,12 @@ def assert_refused_worker(done: subprocess.CompletedProcess[str]) -> None:
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, output
     assert "authorization violation" in errors[0], output
+    others = [
+        line
+        for line in done.stderr.splitlines()
+        if not line.startswith(("error: ", "hint: ", "seamkit tool-service: "))
+    ]
+    assert others == [], output  # no log lines besides the one error
 
 
 def assert_refused_call(result: str, transcript: str, log: str) -> None:
@@ -438,6 +444,59 @@ def test_client_certificates_with_verify_true(
     done = serve_refused(server.url, ["--tls-ca", certificates["ca"]], {})
     assert done.returncode != 0
     assert len([x for x in done.stderr.splitlines() if x.startswith("error: ")]) == 1
+
+
+def test_tls_files_relative_to_the_manifest_and_discovery_with_the_sections_credentials(
+    server_with: Any,
+    certificates: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TOKEN", f"{CANARY}-right")
+    server = server_with(
+        tls_config(certificates, verify=False) + f'\nauthorization {{ token: "{CANARY}-right" }}'
+    )
+    flags = ["--tls-ca", certificates["ca"], "--nats-token-env", "TOKEN"]
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    (folder / "certs").mkdir()
+    (folder / "certs" / "ca.pem").write_bytes(Path(certificates["ca"]).read_bytes())
+    section = {
+        "discover": True,
+        "servers": [server.url],
+        "auth": {"token": "${secret:TOKEN}"},
+        "tls": {"ca_file": "certs/ca.pem"},  # relative to the manifest's folder
+    }
+    path = folder / "agent.json"
+    path.write_text(json.dumps(app([], [], **section)))  # its tools: those discovered
+
+    async def go() -> str:
+        model = ScriptedModel(
+            [
+                {"tool_calls": [{"id": "c1", "name": "echo", "arguments": '{"text": "hi"}'}]},
+                {"text": "done"},
+            ]
+        )
+        async with await seamkit.Agent.load(str(path), model=model) as agent:
+            return results(await agent.run("hi", context={"user": "ann"}))["c1"]
+
+    with serve(server.url, tmp_path, flags, {"TOKEN": f"{CANARY}-right"}):
+        text = asyncio.run(go())
+    assert json.loads(text)["config"] == {"collection": "announced"}, text
+    assert json.loads(text)["arguments"] == {"text": "hi"}
+
+
+def test_serve_flags_take_secrets_from_the_environment_only_one_form(tmp_path: Path) -> None:
+    url = "nats://127.0.0.1:1"  # checked before any worker starts: never reached
+    unset = serve_refused(url, ["--nats-token-env", "SEAMKIT_TEST_UNSET_VARIABLE"], {})
+    assert unset.returncode != 0
+    assert "error: the environment variable SEAMKIT_TEST_UNSET_VARIABLE" in unset.stderr
+    both = serve_refused(url, ["--nats-token-env", "T", "--nats-nkey-seed-env", "T"], {"T": CANARY})
+    assert both.returncode != 0 and CANARY not in both.stdout + both.stderr
+    assert "give only one of" in both.stderr
+    half = serve_refused(url, ["--tls-cert", str(tmp_path)], {})
+    assert half.returncode != 0  # a folder is not a file; and a cert needs its key
+    assert "--token" not in serve_refused(url, ["--help"], {}).stdout  # no secret flag
 
 
 # --- replies no one can forge --------------------------------------------------------

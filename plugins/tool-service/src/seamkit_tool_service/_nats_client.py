@@ -126,13 +126,18 @@ async def connect(
             hint="pip install 'seamkit-tool-service[nats]'",
         ) from None
 
-    connecting: list[Exception] = []  # what the server said while connecting
+    # what the server said while first connecting: reported in the one
+    # error that attempt raises, not logged (None once connected)
+    connecting: list[Exception] | None = []
 
     async def on_error(exc: Exception) -> None:
-        if len(connecting) < 8 and not client.is_connected:
-            connecting.append(exc)
+        if connecting is not None:
+            if len(connecting) < 8:
+                connecting.append(exc)
             if _fatal(exc):
                 refused.set()
+            log.debug("NATS (%s): connecting: %s: %s", name, type(exc).__name__, exc)
+            return
         log.warning("NATS (%s): %s: %s", name, type(exc).__name__, exc)
 
     async def on_disconnect() -> None:
@@ -162,8 +167,9 @@ async def connect(
             await client.close()
         # nats-py ends with "no servers available"; the server's own reason
         # (an authorization violation) came to the error callback before it
-        said = [e for e in connecting if "authorization" in str(e).lower()]
-        reason = _reason(said[0] if said else connecting[-1] if connecting else exc)
+        seen = connecting or []
+        said = [e for e in seen if "authorization" in str(e).lower()]
+        reason = _reason(said[0] if said else seen[-1] if seen else exc)
         denied = "authorization violation" in reason
         raise ToolServiceError(
             "Unavailable",
@@ -176,7 +182,7 @@ async def connect(
         await client.close()
         raise
     client.options["max_reconnect_attempts"] = -1  # ... and, once connected, reconnect forever
-    connecting.clear()
+    connecting = None
     return client
 
 

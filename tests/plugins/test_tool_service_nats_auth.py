@@ -426,6 +426,26 @@ def test_server_tls_with_the_ca_given_works_without_it_fails(
         assert result.startswith("Error: Unavailable: cannot reach NATS at "), result
 
 
+def test_tls_handshake_first(
+    request: pytest.FixtureRequest, certificates: dict[str, str], tmp_path: Path
+) -> None:
+    # the server sends nothing in the clear: only a client that starts TLS at once connects
+    from tests.plugins.nats_server import NatsServer
+
+    config = tls_config(certificates, verify=False).replace(
+        "timeout: 2", "timeout: 2, handshake_first: true"
+    )
+    server = NatsServer.start(config=config, tls_first=True)
+    request.addfinalizer(server.stop)
+    flags = ["--tls-ca", certificates["ca"], "--tls-handshake-first"]
+    with serve(server.url, tmp_path, flags):
+        tls = {"ca_file": certificates["ca"], "handshake_first": True}
+        result, _ = run_echo(manifest(server.url, tls=tls))
+        assert json.loads(result)["arguments"] == {"text": "hi"}
+        result, _ = run_echo(manifest(server.url, tls={"ca_file": certificates["ca"]}))
+        assert result.startswith("Error: Unavailable: cannot reach NATS at "), result
+
+
 def test_client_certificates_with_verify_true(
     server_with: Any, certificates: dict[str, str], tmp_path: Path
 ) -> None:

@@ -270,3 +270,49 @@ def test_observers_and_a_recovered_result_see_the_withheld_result(tmp_path: Path
     assert sources == ["journal"]
     assert result.outcome.kind == "terminated"
     assert not any(MARK in m.text for m in result.transcript)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["run", "stream"])
+def test_a_secret_in_a_tool_calls_id_or_name_does_not_leave(streaming: bool) -> None:
+    """The model writes a context secret as a call's id and as another
+    call's name: the id is replaced by a fresh one, the name masked (an
+    unknown tool, which the model is told); neither reaches any output."""
+    canary = "sk-idcanary-93be11"
+
+    @seamkit.tool(effects="none")
+    def read(url: str) -> str:
+        """Fetch a page."""
+        return "a page"
+
+    model = seamkit.testing.ScriptedModel(
+        [
+            {
+                "tool_calls": [
+                    {"id": canary, "name": "read", "arguments": {"url": "http://x"}},
+                    {"id": "c2", "name": canary, "arguments": {}},
+                ]
+            },
+            {"text": "done"},
+        ]
+    )
+    agent = Agent(model, tools=[read], plugin_hooks=False)
+    seen: list[object] = []
+
+    async def go() -> seamkit.RunResult:
+        context = {"key": seamkit.Secret(canary)}
+        if not streaming:
+            return await agent.run("go", context=context)
+        result = None
+        async for event in agent.stream("go", context=context):
+            seen.append(event)
+            if isinstance(event, S.RunFinished):
+                result = event.result
+        assert result is not None
+        return result
+
+    result = asyncio.run(go())
+    assert result.outcome.kind == "completed"
+    assert canary not in result.model_dump_json() and canary not in repr(seen)
+    tools = [m.text for m in result.transcript if m.role == "tool"]
+    assert tools[0] == "a page" and "unknown tool '***'" in tools[1]
+    assert "tool_call_id_assigned" in [d.code for d in result.diagnostics]

@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import secrets
 import subprocess
 import time
@@ -221,6 +222,48 @@ def test_section_auth_and_tls_are_the_default_of_nats_services_files_by_the_mani
     assert a.tls is not None and a.tls.ca_file == str(tmp_path / "ca.pem")
     assert b.auth is not None and b.auth.token is not None and b.auth.creds_file is None
     assert b.tls is not None and b.tls.ca_file == str(tmp_path / "ca.pem")
+
+
+def test_auth_and_tls_take_the_model_of_the_transport_mistakes_located(tmp_path: Path) -> None:
+    from seamkit_tool_service import HttpAuth, HttpTls
+    from seamkit_tool_service._config import secured
+
+    http = {"id": "h", "url": "https://h/", "tls": {"ca_file": "ca.pem"}}
+    nats = {"id": "n", "transport": "nats", "servers": ["nats://h:1"], "subject": "t.n"}
+    section = ToolServicesConfig.model_validate(
+        {"services": [http, {**nats, "tls": {"ca_file": "ca.pem"}, "auth": {"token": "x"}}]}
+    )
+    h, n = (secured(s, section, str(tmp_path)) for s in section.services)
+    assert isinstance(h.tls, HttpTls) and h.tls.ca_file == str(tmp_path / "ca.pem")
+    assert isinstance(n.tls, NatsTls) and n.tls.ca_file == str(tmp_path / "ca.pem")
+    assert isinstance(n.auth, NatsAuth)
+    bearer = {"id": "h", "url": "https://h/", "auth": {"bearer": "x"}}
+    assert isinstance(
+        ToolServicesConfig.model_validate({"services": [bearer]}).services[0].auth, HttpAuth
+    )
+
+    def problems(services: list[dict[str, Any]], **section: Any) -> list[seamkit.Problem]:
+        manifest = {"name": "a", "model": "scripted:s"}
+        with pytest.raises(seamkit.ManifestError) as info:
+            seamkit.AppConfig.load({**manifest, "tool_services": {**section, "services": services}})
+        return list(info.value.problems)
+
+    [token] = problems([{**http, "auth": {"token": "x"}}])
+    assert token.path == "tool_services.services[0].auth.token"
+    assert "for nats services" in token.message and "bearer" in (token.hint or "")
+    [first] = problems([{**nats, "auth": {"bearer": "x"}}])
+    assert first.path == "tool_services.services[0].auth.bearer"
+    assert "for http services" in first.message
+    [verify] = problems([{**nats, "tls": {"verify": False}}])
+    assert verify.path == "tool_services.services[0].tls.verify"
+    wrong = problems([{**http, "tls": {"handshake_first": True}, "url": "ftp://h/"}])
+    assert sorted(p.path for p in wrong) == [
+        "tool_services.services[0].tls.handshake_first",
+        "tool_services.services[0].url",
+    ]
+    [section_bearer] = problems([], auth={"bearer": "x"})
+    assert section_bearer.path == "tool_services.auth.bearer"
+    assert "is for NATS" in section_bearer.message
 
 
 # --- one mechanism at a time -------------------------------------------------------
@@ -516,7 +559,12 @@ def test_serve_flags_take_secrets_from_the_environment_only_one_form(tmp_path: P
     assert "give only one of" in both.stderr
     half = serve_refused(url, ["--tls-cert", str(tmp_path)], {})
     assert half.returncode != 0  # a folder is not a file; and a cert needs its key
-    assert "--token" not in serve_refused(url, ["--help"], {}).stdout  # no secret flag
+    shown = serve_refused(url, ["--help"], {}).stdout  # no flag takes a secret itself
+    assert not re.search(r"--(nats-)?(token|password|nkey-seed)(?![-\w])", shown), shown
+    http_flag = serve_refused(url, ["--token-env", "T"], {"T": CANARY})
+    assert (
+        http_flag.returncode != 0 and "--token-env is not for --transport nats" in http_flag.stderr
+    )
 
 
 # --- replies no one can forge --------------------------------------------------------

@@ -110,12 +110,19 @@ class TextRelease:
         return turn.model_copy(update={"message": message.model_copy(update=update)})
 
     async def _call(self, call: MessageToolCall) -> MessageToolCall:
-        arguments = call.function.arguments
-        released = await self.whole(arguments)
-        if released == arguments:
+        """A tool call as it may be surfaced: its argument text guarded; an
+        id or a name that holds a secret does not leave either (the id is
+        dropped, so the run gives the call a fresh one; the name is masked,
+        so the call is invalid and the model is told)."""
+        function = call.function
+        arguments = await self.whole(function.arguments)
+        name = self._redactor(function.name) if self._redactor is not None else function.name
+        if arguments != function.arguments or name != function.name:
+            function = function.model_copy(update={"arguments": arguments, "name": name})
+        secret_id = self._redactor is not None and self._redactor(call.id) != call.id
+        if function is call.function and not secret_id:
             return call
-        function = call.function.model_copy(update={"arguments": released})
-        return call.model_copy(update={"function": function})
+        return call.model_copy(update={"function": function, "id": "" if secret_id else call.id})
 
 
 def _redacted(redactor: Redactor, held: Held, final: bool) -> Held:

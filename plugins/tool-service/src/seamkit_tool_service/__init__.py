@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from ._config import (
         Argument as Argument,
         ConfigParam as ConfigParam,
+        HttpAuth as HttpAuth,
+        HttpTls as HttpTls,
         ServedTool as ServedTool,
         ServiceDescriptor as ServiceDescriptor,
         ToolServiceConfig as ToolServiceConfig,
@@ -52,6 +54,8 @@ __getattr__, __dir__, __all__ = lazy_module(
         "DESCRIPTOR_KEY": "._discovery",
         "DynamicToolService": "._service",
         "EnvelopeError": "._errors",
+        "HttpAuth": "._config",
+        "HttpTls": "._config",
         "Reply": "._envelope",
         "Request": "._envelope",
         "ServedTool": "._config",

@@ -18,7 +18,9 @@ import seamkit
 from pydantic import ValidationError
 from seamkit.plugins import listening_socket
 
-from ._http_server import load_service
+from ._http_auth import TOKENS_ENV, mask_urls
+from ._http_serve_auth import HttpServerAuth
+from ._http_server import CLIENT_CERTS_ENV, load_service
 
 if TYPE_CHECKING:
     from ._config import NatsAuth, NatsTls
@@ -66,7 +68,7 @@ def _nats_security(
     """The credentials and TLS the ``--nats-*``/``--tls-*`` flags name: secrets
     read from the environment variables they name (never from the command
     line). Raises `seamkit.SeamkitError` (no secret in it) when one is wrong."""
-    from ._config import NatsAuth, NatsTls
+    from ._config import NatsAuth, NatsTls  # lazy: pydantic models, only serving over NATS
 
     values: dict[str, object] = {}
     for field, key in _NATS_AUTH_ENV.items():
@@ -180,13 +182,24 @@ def _serve_nats(
         sys.exit(1)
 
 
-def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> None:
+def _serve_http(
+    spec: str,
+    host: str,
+    port: int,
+    workers: int,
+    drain: float,
+    options: HttpServerAuth | None = None,
+) -> None:
+    auth = options or HttpServerAuth()
     sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
-    url = f"http://{host}:{bound}/"
+    url = f"{'https' if auth.certfile else 'http'}://{host}:{bound}/"
     os.environ["SEAMKIT_TOOL_SERVICE"] = spec
     os.environ["SEAMKIT_TOOL_SERVICE_URL"] = url
-    click.echo(f"seamkit tool-service: {spec} on {url} ({workers} worker(s))", err=True)
+    os.environ[TOKENS_ENV] = ",".join(f"{i}={v}" for i, v in auth.tokens)
+    os.environ[CLIENT_CERTS_ENV] = "1" if auth.ca_certs else ""
+    banner = f"seamkit tool-service: {spec} on {url} ({workers} worker(s)){auth.banner()}"
+    click.echo(mask_urls(banner), err=True)
     import uvicorn  # lazy: only serving over HTTP needs it
 
     config = uvicorn.Config(
@@ -196,6 +209,7 @@ def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> 
         timeout_graceful_shutdown=max(1, int(drain)),
         log_level="warning",
         lifespan="on",
+        **auth.uvicorn_options(),
     )
     if workers == 1:
         uvicorn.Server(config).run(sockets=[sock])
@@ -266,6 +280,21 @@ def _serve_http(spec: str, host: str, port: int, workers: int, drain: float) -> 
     type=click.FloatRange(0),
     help="How long calls in flight may take to finish on shutdown.",
 )
+@click.option(
+    "--token-env",
+    "token_env",
+    multiple=True,
+    metavar="[ID=]VAR",
+    help="http: accept the bearer token in $VAR, its id ID (default: VAR); repeatable.",
+)
+@click.option("--certfile", type=click.Path(dir_okay=False), help="http: serve TLS: certificate.")
+@click.option("--keyfile", type=click.Path(dir_okay=False), help="http: the certificate's key.")
+@click.option(
+    "--ca-certs",
+    "ca_certs",
+    type=click.Path(dir_okay=False),
+    help="http: require client certificates signed by these CAs (the subject is the caller).",
+)
 def serve(
     spec: str,
     transport: str,
@@ -284,9 +313,38 @@ def serve(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     tls_handshake_first: bool = False,
+    token_env: tuple[str, ...] = (),
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    ca_certs: str | None = None,
 ) -> None:
     """Serve the DynamicToolService MODULE:CLASS."""
     sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
+    nats_flags = {
+        "--nats-token-env": nats_token_env,
+        "--nats-user": nats_user,
+        "--nats-password-env": nats_password_env,
+        "--nats-nkey-seed-env": nats_nkey_seed_env,
+        "--nats-creds": nats_creds,
+        "--tls-ca": tls_ca,
+        "--tls-cert": tls_cert,
+        "--tls-key": tls_key,
+        "--tls-handshake-first": tls_handshake_first or None,
+    }
+    http_flags = {
+        "--token-env": token_env or None,
+        "--certfile": certfile,
+        "--keyfile": keyfile,
+        "--ca-certs": ca_certs,
+    }
+    other = http_flags if transport == "nats" else nats_flags
+    if given := [flag for flag, value in other.items() if value is not None]:
+        raise seamkit.SeamkitError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not for "
+            f"--transport {transport}",
+            hint="--nats-* and --tls-* are for --transport nats; --token-env, --certfile, "
+            "--keyfile and --ca-certs for --transport http",
+        )
     if transport == "nats":
         urls = [s.strip() for s in servers.split(",") if s.strip()]
         _service_or_fail(spec, transport, subject or "tools.x", "", urls)
@@ -312,4 +370,5 @@ def serve(
         _serve_nats(spec, urls, subject, workers, drain_seconds, security)
     else:
         _service_or_fail(spec, transport, None, f"http://{host}:{port}/")
-        _serve_http(spec, host, port, workers, drain_seconds)
+        auth = HttpServerAuth.from_options(host, token_env, certfile, keyfile, ca_certs)
+        _serve_http(spec, host, port, workers, drain_seconds, auth)

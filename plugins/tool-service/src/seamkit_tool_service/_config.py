@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -27,10 +27,14 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from seamkit import Secret, ToolConfig
 
+from ._http_auth import mask_urls
+
 __all__ = [
     "RESERVED_FIELDS",
     "Argument",
     "ConfigParam",
+    "HttpAuth",
+    "HttpTls",
     "NatsAuth",
     "NatsTls",
     "ServedTool",
@@ -255,6 +259,51 @@ class NatsTls(BaseModel):
         return self
 
 
+class HttpAuth(BaseModel):
+    """How an http service is authenticated: a bearer token."""
+
+    model_config = _STRICT
+
+    bearer: Secret[str] = Field(
+        description="The token sent as 'Authorization: Bearer ...' (a ${secret:...})."
+    )
+
+
+class HttpTls(BaseModel):
+    """TLS for an https service: whether to verify its certificate, the CA
+    that signed it, and a client certificate (files relative to the manifest)."""
+
+    model_config = _STRICT
+
+    verify: bool = Field(default=True, description="Verify the service's certificate.")
+    ca_file: str | None = Field(
+        default=None, description="The CA bundle (PEM) to verify it with (default: the system's)."
+    )
+    cert_file: str | None = Field(
+        default=None, description="A client certificate (PEM), for a service that requires one."
+    )
+    key_file: str | None = Field(
+        default=None, description="The client certificate's key (PEM), if not in cert_file."
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HttpTls:
+        if self.key_file and not self.cert_file:
+            _raise(
+                "HttpTls",
+                [
+                    (
+                        ("key_file",),
+                        "missing",
+                        "key_file needs cert_file",
+                        "set cert_file to the client certificate",
+                        self.key_file,
+                    )
+                ],
+            )
+        return self
+
+
 class ServiceDescriptor(BaseModel):
     """How to reach a tool service and what it takes: its ``id``, transport
     and address, its config params and its time-outs."""
@@ -268,7 +317,10 @@ class ServiceDescriptor(BaseModel):
     transport: Literal["http", "nats"] = Field(
         default="http", description="'http' (POST to url) or 'nats' (request/reply on subject)."
     )
-    url: str | None = Field(default=None, description="http: the URL requests are POSTed to.")
+    url: str | Secret[str] | None = Field(
+        default=None,
+        description="http: the URL requests are POSTed to (a ${secret:...} in its userinfo).",
+    )
     servers: list[str] = Field(
         default_factory=list, description="nats: the NATS servers, e.g. nats://127.0.0.1:4222."
     )
@@ -291,20 +343,27 @@ class ServiceDescriptor(BaseModel):
         default_factory=list,
         description="Tools the service announces (used when it is discovered).",
     )
-    auth: NatsAuth | None = Field(
-        default=None,
-        description="nats: the credentials to connect with (default: tool_services.auth).",
+    headers: dict[str, str | Secret[str]] = Field(
+        default_factory=dict,
+        description="http: headers sent with every request (values may be ${secret:...}).",
     )
-    tls: NatsTls | None = Field(
+    auth: HttpAuth | NatsAuth | None = Field(
         default=None,
-        description="nats: TLS to connect with (default: tool_services.tls).",
+        description="http: the bearer token to send (`HttpAuth`). nats: the credentials to "
+        "connect with (`NatsAuth`, default: tool_services.auth).",
+    )
+    tls: HttpTls | NatsTls | None = Field(
+        default=None,
+        description="http: certificate verification and a client certificate (`HttpTls`). "
+        "nats: TLS to connect with (`NatsTls`, default: tool_services.tls).",
     )
 
     @model_validator(mode="after")
     def _check(self) -> ServiceDescriptor:
         issues: list[Issue] = []
         if self.transport == "http":
-            if not self.url:
+            url = self.url_text
+            if not url:
                 issues.append(
                     (
                         ("url",),
@@ -314,14 +373,14 @@ class ServiceDescriptor(BaseModel):
                         None,
                     )
                 )
-            elif not self.url.startswith(("http://", "https://")):
+            elif not url.startswith(("http://", "https://")):
                 issues.append(
                     (
                         ("url",),
                         "bad_url",
-                        f"url '{self.url}' is not an http(s) URL",
+                        f"url '{mask_urls(url)}' is not an http(s) URL",
                         "e.g. http://127.0.0.1:8765",
-                        self.url,
+                        self.url if isinstance(self.url, Secret) else mask_urls(url),
                     )
                 )
         else:
@@ -392,6 +451,59 @@ class ServiceDescriptor(BaseModel):
         _raise("ServiceDescriptor", issues)
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _by_transport(
+        cls, data: object, handler: ModelWrapValidatorHandler[ServiceDescriptor]
+    ) -> ServiceDescriptor:
+        """Parse ``auth`` and ``tls`` as the models of the descriptor's
+        transport (``{ca_file: ...}`` fits both), each problem located under
+        its field, beside the problems of the other fields."""
+        carried: list[InitErrorDetails] = []
+        transport = data.get("transport", "http") if isinstance(data, Mapping) else None
+        models = _SECURITY.get(transport) if isinstance(transport, str) else None
+        if isinstance(data, Mapping) and models is not None:
+            data = dict(data)
+            for name, model in models.items():
+                value = data.get(name)
+                if value is None or type(value) is model:
+                    continue
+                if isinstance(value, BaseModel):  # the other transport's model: its fields
+                    value = {k: getattr(value, k) for k in value.model_fields_set}
+                try:
+                    data[name] = model.model_validate(value)
+                except ValidationError as exc:
+                    del data[name]
+                    carried.extend(_under(name, str(transport), exc))
+        try:
+            result = handler(data)
+        except ValidationError as exc:
+            _raise_all("ServiceDescriptor", [*carried, *_carried(exc)], [])
+            raise
+        _raise_all("ServiceDescriptor", carried, [])
+        return result
+
+    @property
+    def url_text(self) -> str:
+        """The URL as sent (a secret in it revealed): never show it."""
+        url = self.url
+        return url.get_secret_value() if isinstance(url, Secret) else (url or "")
+
+    @property
+    def shown_url(self) -> str:
+        """The URL as errors and logs show it: its userinfo masked."""
+        return mask_urls(self.url_text)
+
+    def http_headers(self) -> dict[str, str]:
+        """The headers to send (secrets revealed): ``headers``, then
+        ``Authorization`` from ``auth``."""
+        out = {
+            k: v.get_secret_value() if isinstance(v, Secret) else v for k, v in self.headers.items()
+        }
+        if isinstance(self.auth, HttpAuth):
+            out["Authorization"] = f"Bearer {self.auth.bearer.get_secret_value()}"
+        return out
+
     @property
     def message_timeout(self) -> float:
         """The longest wait for one message of a reply."""
@@ -455,7 +567,7 @@ class ToolServicesConfig(BaseModel):
         try:
             result = handler(data)
         except ValidationError as exc:
-            _raise_all("ToolServicesConfig", _carried(exc), issues)
+            _raise_all("ToolServicesConfig", _nats_only(_carried(exc)), issues)
             raise
         _raise("ToolServicesConfig", issues)
         return result
@@ -552,6 +664,86 @@ def _carried(exc: ValidationError) -> list[InitErrorDetails]:
     ]
 
 
+_SECURITY: dict[str, dict[str, type[BaseModel]]] = {
+    "http": {"auth": HttpAuth, "tls": HttpTls},
+    "nats": {"auth": NatsAuth, "tls": NatsTls},
+}
+"""The models of a descriptor's ``auth`` and ``tls``, by its transport."""
+
+
+_A = {"http": "an http", "nats": "a nats"}
+
+
+def _under(name: str, transport: str, exc: ValidationError) -> list[InitErrorDetails]:
+    """The errors of the descriptor's ``name`` (``auth``/``tls``), located
+    under it; a field of the other transport's model is named as such."""
+    other = "nats" if transport == "http" else "http"
+    takes = ", ".join(_SECURITY[transport][name].model_fields)
+    errors = exc.errors(include_url=False)
+    misplaced = [
+        e
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        and len(e["loc"]) == 1
+        and e["loc"][0] in _SECURITY[other][name].model_fields
+    ]
+    out: list[InitErrorDetails] = []
+    for e in errors:
+        if misplaced and e["type"] == "missing":
+            continue  # the field given to the wrong transport says it all
+        if e in misplaced:
+            field = e["loc"][0]
+            out.append(
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "wrong_transport",
+                        f"{name}.{field} is for {other} services, this one's transport is "
+                        f"{transport}",
+                        {"hint": f"the {name} of {_A[transport]} service takes: {takes}"},
+                    ),
+                    loc=(name, *e["loc"]),
+                    input=e["input"],
+                )
+            )
+            continue
+        out.append(
+            InitErrorDetails(
+                type=PydanticCustomError(e["type"], e["msg"], e.get("ctx")),
+                loc=(name, *e["loc"]),
+                input=e["input"],
+            )
+        )
+    return out
+
+
+def _nats_only(errors: list[InitErrorDetails]) -> list[InitErrorDetails]:
+    """``errors`` of the section, a field of `HttpAuth`/`HttpTls` given to its
+    (NATS-only) ``auth``/``tls`` said as such."""
+    out: list[InitErrorDetails] = []
+    for error in errors:
+        loc, kind = error["loc"], error["type"]
+        if (
+            len(loc) == 2
+            and loc[0] in ("auth", "tls")
+            and isinstance(kind, PydanticCustomError)
+            and kind.type == "extra_forbidden"
+            and loc[1] in _SECURITY["http"][str(loc[0])].model_fields
+        ):
+            name = loc[0]
+            error = InitErrorDetails(
+                type=PydanticCustomError(
+                    "wrong_transport",
+                    f"tool_services.{name} is for NATS (discovery and nats services): "
+                    f"{name}.{loc[1]} is not one of its fields",
+                    {"hint": f"give an http service's {name} in its descriptor"},
+                ),
+                loc=loc,
+                input=error["input"],
+            )
+        out.append(error)
+    return out
+
+
 def check_tool(
     tool: str,
     service_id: str,
@@ -643,42 +835,58 @@ def _declared_services(
 
 
 def _located(path: str | None, base_dir: str | None) -> str | None:
-    """``path`` relative to ``base_dir`` (the manifest's folder), when both are given."""
+    """``path`` relative to ``base_dir`` (the manifest's folder), when both are
+    given and ``path`` is not absolute (``~`` expanded)."""
     if path is None or base_dir is None:
         return path
-    from pathlib import Path  # lazy: only for nats services with files
+    from pathlib import Path  # lazy: only for services with files
 
-    return str(Path(base_dir, path).expanduser())
+    expanded = Path(path).expanduser()
+    return str(expanded if expanded.is_absolute() else Path(base_dir, expanded))
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+_FILES = ("creds_file", "ca_file", "cert_file", "key_file")
+"""The fields of `NatsAuth`, `HttpTls` and `NatsTls` that name files."""
+
+
+def _with_files(model: _Model, base_dir: str | None) -> _Model:
+    """``model`` with the files it names relative to ``base_dir``."""
+    update = {
+        name: _located(value, base_dir)
+        for name in _FILES
+        if isinstance(value := getattr(model, name, None), str)
+    }
+    return model.model_copy(update=update) if update else model
 
 
 def located(
     auth: NatsAuth | None, tls: NatsTls | None, base_dir: str | None
 ) -> tuple[NatsAuth | None, NatsTls | None]:
     """``auth`` and ``tls`` with their file paths relative to ``base_dir``."""
-    if auth is not None and auth.creds_file is not None:
-        auth = auth.model_copy(update={"creds_file": _located(auth.creds_file, base_dir)})
-    if tls is not None:
-        tls = tls.model_copy(
-            update={
-                name: _located(getattr(tls, name), base_dir)
-                for name in ("ca_file", "cert_file", "key_file")
-            }
-        )
-    return auth, tls
+    return (
+        None if auth is None else _with_files(auth, base_dir),
+        None if tls is None else _with_files(tls, base_dir),
+    )
 
 
 def secured(
     service: ServiceDescriptor, section: ToolServicesConfig | None, base_dir: str | None
 ) -> ServiceDescriptor:
-    """``service`` with the section's ``auth``/``tls`` where it has none of its
-    own (nats services only) and every file path relative to ``base_dir``."""
-    if service.transport != "nats":
-        return service
-    auth, tls = located(
-        service.auth or (section.auth if section is not None else None),
-        service.tls or (section.tls if section is not None else None),
-        base_dir,
-    )
+    """``service`` as it is called: every file path (TLS files of either
+    transport, a NATS ``.creds`` file) relative to ``base_dir`` (the
+    manifest's folder), and, for a nats service without its own
+    ``auth``/``tls``, the section's."""
+    auth: HttpAuth | NatsAuth | None = service.auth
+    tls: HttpTls | NatsTls | None = service.tls
+    if service.transport == "nats" and section is not None:
+        auth = auth or section.auth
+        tls = tls or section.tls
+    if auth is not None:
+        auth = _with_files(auth, base_dir)
+    if tls is not None:
+        tls = _with_files(tls, base_dir)
     if auth is service.auth and tls is service.tls:
         return service
     return service.model_copy(update={"auth": auth, "tls": tls})

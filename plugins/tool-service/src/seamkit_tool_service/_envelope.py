@@ -45,11 +45,21 @@ class ServiceCall:
     ``idempotent``) carries the same key, with ``attempt`` 2 or more, so the
     service can act once per key. Both are empty when the caller did not
     send them (an older seamkit).
+
+    ``caller`` is who the transport authenticated (never the envelope):
+    over HTTP the id of the bearer token (``--token-env ID=VAR``) or the
+    subject of the client certificate, ``None`` when the service takes
+    anyone. ``user_verified`` is true only when that caller is one the
+    service trusts to assert users (``DynamicToolService.trust_user_from``);
+    otherwise ``user`` is only what the agent says. Trust these two, not
+    ``user``.
     """
 
     call_id: str = ""
     idempotency_key: str = ""
     attempt: int = 1
+    caller: str | None = None
+    user_verified: bool = False
 
 
 @dataclass(frozen=True, slots=True)

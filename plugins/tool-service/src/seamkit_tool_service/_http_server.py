@@ -2,18 +2,30 @@
 `DynamicToolService`. ``POST /`` takes a request envelope and answers one
 JSON envelope, or ``application/x-ndjson`` (one envelope per line) when the
 service streams; ``GET /healthz`` and ``GET /descriptor`` tell that it runs
-and what it is."""
+and what it is.
+
+With tokens (``--token-env``) every request but ``/healthz`` needs
+``Authorization: Bearer <token>`` (401 otherwise); with client certificates
+required (``--ca-certs``) the TLS handshake checks them. The caller (the
+token's id, or the certificate's subject) reaches the service as
+`ServiceCall.caller`."""
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
-from ._service import DynamicToolService
+from ._envelope import encode_reply
+from ._http_auth import TOKENS_ENV, check_token, read_tokens, token_specs
+from ._service import DynamicToolService, _id_of
 
-__all__ = ["ServiceApp", "app_from_env", "load_service"]
+__all__ = ["PEER_SUBJECT", "ServiceApp", "app_from_env", "load_service"]
+
+PEER_SUBJECT = "seamkit.peer_subject"
+"""The scope key of the verified client certificate's subject."""
+CLIENT_CERTS_ENV = "SEAMKIT_TOOL_SERVICE_CLIENT_CERTS"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -43,9 +55,33 @@ def load_service(spec: str) -> DynamicToolService:
 class ServiceApp:
     """The ASGI app serving one service instance."""
 
-    def __init__(self, service: DynamicToolService, *, url: str = "") -> None:
+    def __init__(
+        self,
+        service: DynamicToolService,
+        *,
+        url: str = "",
+        tokens: Mapping[str, bytes] | None = None,
+        client_certs: bool = False,
+    ) -> None:
         self.service = service
         self.url = url
+        self.tokens = dict(tokens or {})
+        self.client_certs = client_certs
+
+    def _caller(self, scope: Scope) -> tuple[bool, str | None]:
+        """Whether the request may pass, and who sent it: a valid bearer
+        token's id, else the verified client certificate's subject."""
+        subject = scope.get(PEER_SUBJECT) if self.client_certs else None
+        authorization = ""
+        for key, value in scope["headers"]:
+            if key.lower() == b"authorization":
+                authorization = value.decode("latin-1")
+        if self.tokens and authorization:
+            token_id = check_token(authorization, self.tokens)
+            return token_id is not None, token_id
+        if subject is not None:
+            return True, subject
+        return not self.tokens and not self.client_certs, None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -68,18 +104,31 @@ class ServiceApp:
         method, path = scope["method"], scope["path"]
         if method == "GET" and path == "/healthz":
             await _answer(send, 200, b'{"status":"ok"}')
+            return
+        allowed, caller = self._caller(scope)
+        if not allowed:
+            body = await _body(receive) if method == "POST" else b""
+            problem = "this service requires a valid 'Authorization: Bearer' token"
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [*_JSON, (b"www-authenticate", b"Bearer")],
+                }
+            )
+            reply = encode_reply(_id_of(body), error=("Unauthorized", problem))
+            await send({"type": "http.response.body", "body": reply})
         elif method == "GET" and path == "/descriptor":
             descriptor = self.service.descriptor("http", url=self.url or "http://127.0.0.1/")
             await _answer(send, 200, descriptor.model_dump_json().encode())
         elif method == "POST":
-            body = bytearray()
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
-            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-            replies = self.service.replies(bytes(body), headers)
+            body = await _body(receive)
+            headers = {
+                k.decode("latin-1"): v.decode("latin-1")
+                for k, v in scope["headers"]
+                if k.lower() != b"authorization"
+            }
+            replies = self.service.replies(body, headers, caller=caller)
             first = await anext(replies)
             if first.endswith(b'"end_of_stream":true}'):  # encode_reply writes it last
                 await _answer(send, 200, first)
@@ -94,6 +143,15 @@ class ServiceApp:
             await _answer(send, 405, b'{"error":"POST a request envelope to /"}')
 
 
+async def _body(receive: Receive) -> bytes:
+    body = bytearray()
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return bytes(body)
+
+
 async def _answer(send: Send, status: int, body: bytes) -> None:
     await send({"type": "http.response.start", "status": status, "headers": _JSON})
     await send({"type": "http.response.body", "body": body})
@@ -101,8 +159,12 @@ async def _answer(send: Send, status: int, body: bytes) -> None:
 
 def app_from_env() -> ServiceApp:
     """The app for ``SEAMKIT_TOOL_SERVICE`` (``module:Class``), for uvicorn's
-    worker processes."""
+    worker processes; its tokens are named in ``SEAMKIT_TOOL_SERVICE_TOKENS``
+    (``ID=VAR,...``: the variables hold them)."""
+    specs = [s for s in os.environ.get(TOKENS_ENV, "").split(",") if s]
     return ServiceApp(
         load_service(os.environ["SEAMKIT_TOOL_SERVICE"]),
         url=os.environ.get("SEAMKIT_TOOL_SERVICE_URL", ""),
+        tokens=read_tokens(token_specs(specs)),
+        client_certs=os.environ.get(CLIENT_CERTS_ENV) == "1",
     )

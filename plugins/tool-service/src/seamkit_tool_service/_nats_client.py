@@ -63,7 +63,7 @@ def _auth_options(auth: NatsAuth | None) -> dict[str, Any]:
 def _tls_context(tls: NatsTls) -> ssl.SSLContext:
     """A client TLS context: the system's CAs or ``ca_file``, and the client
     certificate when one is given."""
-    import ssl
+    import ssl  # lazy: only services with TLS need it
 
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls.ca_file)
     if tls.cert_file is not None:
@@ -83,7 +83,7 @@ def _reason(exc: BaseException) -> str:
 def _fatal(exc: BaseException) -> bool:
     """A connection error trying again cannot mend (a TLS handshake that
     failed: nats-py would never return from it)."""
-    import ssl
+    import ssl  # lazy: only a failed connection needs it
 
     return isinstance(exc, ssl.SSLError)
 

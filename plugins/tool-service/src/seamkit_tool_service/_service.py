@@ -16,6 +16,7 @@ import inspect
 import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from seamkit.plugins import continue_trace
@@ -46,7 +47,7 @@ class DynamicToolService:
     ``arguments`` the model's; it returns a value, or an async iterator of
     chunks. ``async invoke(user, config, arguments, call)`` also receives
     the call's `ServiceCall` (``call_id``, ``idempotency_key``,
-    ``attempt``). Both forms type-check as overrides.
+    ``attempt``, and who called: ``caller``, ``user_verified``). Both forms type-check as overrides.
     """
 
     id: ClassVar[str] = ""
@@ -55,6 +56,10 @@ class DynamicToolService:
     config_params: ClassVar[Sequence[ConfigParam]] = ()
     tools: ClassVar[Sequence[ServedTool]] = ()
     timeout_seconds: ClassVar[float] = 30.0
+    trust_user_from: ClassVar[frozenset[str] | set[str]] = frozenset()
+    """The callers (token ids, certificate subjects) whose ``user`` is
+    taken as verified (`ServiceCall.user_verified`); from anyone else
+    ``user`` is only what the agent says."""
     _takes_call: ClassVar[bool] = False
     """Whether the class's ``invoke`` takes the fourth parameter (read from
     its signature when the class is made)."""
@@ -101,11 +106,12 @@ class DynamicToolService:
         )
 
     async def replies(
-        self, data: bytes, headers: Mapping[str, str] | None = None
+        self, data: bytes, headers: Mapping[str, str] | None = None, *, caller: str | None = None
     ) -> AsyncGenerator[bytes, None]:
         """The reply envelopes to the request envelope ``data``: one, or a
         stream ending with ``end_of_stream: true``; an error reply for a
-        malformed request or an exception."""
+        malformed request or an exception. ``caller`` is who the transport
+        authenticated (see `ServiceCall.caller`)."""
         try:
             request = decode_request(data)
         except EnvelopeError as exc:
@@ -116,7 +122,9 @@ class DynamicToolService:
             with continue_trace(headers):
                 args: tuple[Any, ...] = (request.user, request.config, request.arguments)
                 if self._takes_call:
-                    args = (*args, request.call)
+                    verified = caller is not None and caller in self.trust_user_from
+                    about = replace(request.call, caller=caller, user_verified=verified)
+                    args = (*args, about)
                 result = await self.invoke(*args)
                 if not hasattr(result, "__aiter__"):
                     yield encode_reply(call_id, _text(result))

@@ -18,6 +18,7 @@ import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from secrets import token_hex
 from typing import Any
+from urllib.parse import urlsplit
 
 from seamkit import ActionContext, CallInfo, Secret, Tool, ToolResult, redact, secret_json
 from seamkit.plugins import current_trace_headers, secret_texts
@@ -250,6 +251,16 @@ async def _stream(
         await replies.aclose()
 
 
+def _service_secrets(service: ServiceDescriptor) -> tuple[str, ...]:
+    """What the descriptor holds that no one may see: its secrets (in the
+    URL, headers, auth) and a password written plainly in the URL."""
+    found = list(secret_texts(service))
+    userinfo = urlsplit(service.url_text).password if service.url is not None else None
+    if userinfo:
+        found.append(userinfo)
+    return tuple(found)
+
+
 def service_tool(
     service: ServiceDescriptor,
     connections: Connections,
@@ -265,7 +276,7 @@ def service_tool(
     envelope carries the call's id, idempotency key and attempt (from its
     `seamkit.CallInfo`)."""
     config_text = _dumps_revealed(dict(config))
-    config_secrets = tuple(secret_texts(config))
+    config_secrets = tuple(secret_texts(config)) + _service_secrets(service)
     total = (
         service.timeout_seconds
         if timeout_seconds is None

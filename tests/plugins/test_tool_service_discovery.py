@@ -244,6 +244,7 @@ def test_a_bare_true_warns_once_that_it_admits_every_service(
         ({"allow": [3]}, ("discover", "allow", 0)),
         ({"allow": [{"id": "a", "subjct": "x"}]}, ("discover", "allow", 0, "subjct")),
         ({"alow": ["a"]}, ("discover", "alow")),
+        ({"deny": ["rogue"]}, ("discover",)),  # allows nothing: surely not what was meant
     ],
 )
 def test_a_bad_discover_is_a_located_error(discover: Any, where: tuple[Any, ...]) -> None:

@@ -413,7 +413,7 @@ class DiscoverRules(BaseModel):
     allow: list[DiscoverEntry] = Field(
         default_factory=list,
         description="The services admitted: id globs, or ``{id, subject}`` to pin the "
-        "subject (nothing listed: nothing is admitted).",
+        "subject (at least one: ``['*']`` admits all but the denied).",
     )
     deny: list[DiscoverEntry] = Field(
         default_factory=list,
@@ -424,6 +424,16 @@ class DiscoverRules(BaseModel):
     @classmethod
     def _globs(cls, value: object) -> object:
         return [_entry(item) for item in value] if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _allows_something(self) -> DiscoverRules:
+        if not self.allow:
+            raise PydanticCustomError(
+                "discover_allows_nothing",
+                "discover lists no service to allow: it would admit none",
+                {"hint": "allow: ['*'] admits every service but the denied ones"},
+            )
+        return self
 
     def admits(self, service_id: str, subject: str) -> bool:
         """Whether ``service_id`` announced on ``subject`` is admitted."""

@@ -173,11 +173,14 @@ class Discovered:
             try:
                 info = json.loads(answer)
                 text = info.get("metadata", {}).get(DESCRIPTOR_KEY)
-                descriptor = json.loads(text) if isinstance(text, str) else None
             except (ValueError, AttributeError):
                 continue
             if not isinstance(text, str):
                 continue
+            try:  # a bad descriptor is told in the log by `_tools`, if admitted
+                descriptor = json.loads(text)
+            except ValueError:
+                descriptor = None
             fields = descriptor if isinstance(descriptor, dict) else {}
             service_id = str(fields.get("id") or info.get("name"))
             subject = str(fields.get("subject") or "")

@@ -11,6 +11,7 @@ the manifest loads, with each problem at its own field.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -22,6 +23,8 @@ from pydantic import (
     ModelWrapValidatorHandler,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -510,16 +513,110 @@ class ServiceDescriptor(BaseModel):
         return self.message_timeout_seconds or self.timeout_seconds
 
 
+class DiscoverEntry(BaseModel):
+    """One service discovery may admit: its id (a glob) and, to pin it, the
+    exact subject it must announce."""
+
+    model_config = _STRICT
+
+    id: str = Field(
+        min_length=1,
+        description="The service id (a glob: ``*`` and ``?`` match, e.g. ``billing-*``).",
+    )
+    subject: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The exact subject the service must announce (pins it: of two "
+        "announcements of one id, the one on this subject wins).",
+    )
+
+    def matches(self, service_id: str, subject: str) -> bool:
+        """Whether this entry covers ``service_id`` announced on ``subject``."""
+        return fnmatch.fnmatchcase(service_id, self.id) and (
+            self.subject is None or self.subject == subject
+        )
+
+
+def _entry(value: object) -> object:
+    """An entry given as a bare glob string is ``{id: glob}``."""
+    return {"id": value} if isinstance(value, str) else value
+
+
+class DiscoverRules(BaseModel):
+    """Which announced services discovery admits: those an ``allow`` entry
+    covers and no ``deny`` entry does (deny wins)."""
+
+    model_config = _STRICT
+
+    allow: list[DiscoverEntry] = Field(
+        default_factory=list,
+        description="The services admitted: id globs, or ``{id, subject}`` to pin the "
+        "subject (at least one: ``['*']`` admits all but the denied).",
+    )
+    deny: list[DiscoverEntry] = Field(
+        default_factory=list,
+        description="Services never admitted, even when an allow entry covers them.",
+    )
+
+    @field_validator("allow", "deny", mode="before")
+    @classmethod
+    def _globs(cls, value: object) -> object:
+        return [_entry(item) for item in value] if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _allows_something(self) -> DiscoverRules:
+        if not self.allow:
+            raise PydanticCustomError(
+                "discover_allows_nothing",
+                "discover lists no service to allow: it would admit none",
+                {"hint": "allow: ['*'] admits every service but the denied ones"},
+            )
+        return self
+
+    def admits(self, service_id: str, subject: str) -> bool:
+        """Whether ``service_id`` announced on ``subject`` is admitted."""
+        if any(e.matches(service_id, subject) for e in self.deny):
+            return False
+        return any(e.matches(service_id, subject) for e in self.allow)
+
+    def pinned(self, service_id: str) -> set[str]:
+        """The subjects allow entries pin for ``service_id``."""
+        return {
+            e.subject
+            for e in self.allow
+            if e.subject is not None and fnmatch.fnmatchcase(service_id, e.id)
+        }
+
+
 class ToolServicesConfig(BaseModel):
     """Tool services: the descriptors of services that serve tools over HTTP
     or NATS, and whether to discover more on NATS (``$SRV`` discovery)."""
 
     model_config = _STRICT
 
-    discover: bool = Field(
+    discover: bool | DiscoverRules = Field(
         default=False,
-        description="Pick up services announced on NATS (and their tools) between runs.",
+        description="Pick up services announced on NATS (and their tools) between runs: "
+        "``{allow: [...], deny: [...]}`` admits only the services listed (an entry is an "
+        "id glob or ``{id, subject}``); a bare ``true`` admits every service on the bus.",
     )
+
+    @field_validator("discover", mode="wrap")
+    @classmethod
+    def _discover_shape(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        """``true``/``false`` or a mapping of rules, nothing else (not ``"yes"``
+        nor ``1``, which a lax bool would take); a broken mapping's errors are
+        located in it (``discover.allow.0``), not in each arm of the union."""
+        if not isinstance(value, bool | Mapping | DiscoverRules):
+            raise PydanticCustomError(
+                "discover_shape",
+                "discover must be true, false or a mapping of allow and deny lists",
+                {"hint": "e.g. discover: {allow: [billing, {id: pay, subject: tools.pay}]}"},
+            )
+        if isinstance(value, Mapping):
+            value = DiscoverRules.model_validate(value)
+        return handler(value)
+
     servers: list[str] = Field(
         default_factory=list,
         description="NATS servers to discover on (default: those of the nats services listed).",
@@ -580,13 +677,18 @@ class ToolServicesConfig(BaseModel):
                 (
                     ("servers",),
                     "missing",
-                    "discover: true needs NATS servers to discover on",
+                    "discover needs NATS servers to discover on",
                     "set tool_services.servers, e.g. [nats://127.0.0.1:4222]",
                     None,
                 )
             )
         _raise("ToolServicesConfig", issues)
         return self
+
+    @property
+    def discover_rules(self) -> DiscoverRules | None:
+        """The rules discovery admits by (``None``: every service, a bare ``true``)."""
+        return self.discover if isinstance(self.discover, DiscoverRules) else None
 
     @property
     def by_id(self) -> dict[str, ServiceDescriptor]:

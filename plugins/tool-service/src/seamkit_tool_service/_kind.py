@@ -71,10 +71,12 @@ async def resolve_section(
     section: ToolServicesConfig, build: BuildContext
 ) -> Sequence[Tool] | ToolSource:
     """The tools of the services discovered on NATS (none without
-    ``discover: true``)."""
+    ``discover``), never one named like a tool the agent has already
+    (``build.tools``: its manifest entries and code tools)."""
     if not section.discover:
         return []
     base_dir = None if build.base_dir is None else str(build.base_dir)
-    discovered = Discovered(section, _connections(build), base_dir=base_dir)
+    reserved = {name: build.tools.origin(name) for name in build.tools}
+    discovered = Discovered(section, _connections(build), reserved, base_dir=base_dir)
     build.exit_stack.push_async_callback(discovered.aclose)
     return discovered

@@ -445,6 +445,62 @@ def test_a_section_tool_source_is_asked_at_each_run() -> None:
     assert sorted(agent.tools) == ["a", "b"]
 
 
+class _PoliteSource(_Source):
+    """A source that leaves out the names the agent has and says so once."""
+
+    def __init__(self, taken: list[str]) -> None:
+        super().__init__()
+        self.taken = taken
+        self.notes: list[seamkit.Diagnostic] = []
+        self.said: set[str] = set()
+
+    async def current(self) -> list[seamkit.Tool]:
+        tools = await super().current()
+        for t in tools:
+            if t.name in self.taken and t.name not in self.said:
+                self.said.add(t.name)
+                self.notes.append(seamkit.Diagnostic(code="left_out", message=t.name))
+        return [t for t in tools if t.name not in self.taken]
+
+    def diagnostics(self) -> list[seamkit.Diagnostic]:
+        notes, self.notes = self.notes, []
+        return notes
+
+
+def test_a_section_sees_the_entries_and_code_tools_and_its_source_says_what_it_left_out() -> None:
+    seen: list[list[str]] = []
+    source = _PoliteSource([])
+
+    async def tools(section: _ToolsSection, build: BuildContext) -> Any:
+        seen.append(sorted(build.tools))
+        source.taken = list(build.tools)
+        return source
+
+    class Plugin:
+        @seamkit.hookimpl
+        def register_manifest_sections(self, register: Any) -> None:
+            register("extra", _ToolsSection, tools=tools)
+
+    registry = load_plugins(entry_points=[])
+    add_plugin(registry, Plugin(), PluginInfo(name="extra"))
+
+    @seamkit.tool
+    def a() -> str:
+        """Code tool a."""
+        return "a"
+
+    app = {"name": "a", "model": "scripted:x", "extra": {"names": []}}
+    script = ScriptedModel([{"text": "1"}, {"text": "2"}])
+    agent = asyncio.run(seamkit.Agent.load(app, registry=registry, model=script, tools=[a]))
+    assert seen == [["a"]] and list(agent.tools) == ["a"]  # no clash: no ManifestError
+    first = agent.run_sync("x")
+    assert [(d.code, d.message) for d in first.diagnostics] == [("left_out", "a")]
+    source.taken = []
+    source.names = ["b"]
+    second = agent.run_sync("x")
+    assert second.diagnostics == () and sorted(agent.tools) == ["a", "b"]
+
+
 def test_a_stream_ending_in_a_tool_result_streams_its_chunks_and_is_that_result() -> None:
     cleaned: list[str] = []
     kept: list[object] = []  # holds the stream, so only an explicit close can run its finally

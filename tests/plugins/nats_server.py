@@ -97,10 +97,12 @@ class NatsServer:
     """One ``nats-server`` process on 127.0.0.1; build it with `start`, use it
     as a context manager (or call `stop`)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, config: str | None = None, *, tls_first: bool = False) -> None:
         """Not started: see `start`."""
         self._binary = _binary()
         self._port = port
+        self._config = config
+        self._tls_first = tls_first
         # A name of our own, checked in the INFO line: the server answering is
         # this one, not another process that happened to hold the port.
         self._name = f"seamkit-test-{os.getpid()}-{secrets.token_hex(4)}"
@@ -108,10 +110,16 @@ class NatsServer:
         self._process: subprocess.Popen[bytes] | None = None
 
     @classmethod
-    def start(cls, port: int | None = None) -> NatsServer:
+    def start(
+        cls, port: int | None = None, *, config: str | None = None, tls_first: bool = False
+    ) -> NatsServer:
         """Start a server on ``port`` (a free one when ``None``) and return it
-        once it accepts connections; `RuntimeError` (with its log) otherwise."""
-        server = cls(free_port() if port is None else port)
+        once it accepts connections; `RuntimeError` (with its log) otherwise.
+        ``config``: the text of a configuration file (authorization, TLS,
+        accounts; the address, port and name still come from here).
+        ``tls_first``: the config has ``tls { handshake_first: true }``, so
+        no ``INFO`` comes in the clear: ready once the log says so."""
+        server = cls(free_port() if port is None else port, config, tls_first=tls_first)
         server._launch()
         return server
 
@@ -164,6 +172,10 @@ class NatsServer:
             str(self._binary),
             *("-a", "127.0.0.1", "-p", str(self._port), "-n", self._name),
         ]
+        if self._config is not None:
+            config_path = self._root / "nats-server.conf"
+            config_path.write_text(self._config)
+            command += ["-c", str(config_path)]
         # The death signal fires when the starting *thread* ends: only ask for
         # it from the main thread, which lives as long as pytest does.
         on_linux_main = sys.platform.startswith("linux") and (
@@ -187,9 +199,13 @@ class NatsServer:
             code = self._process.poll()
             if code is not None:
                 raise self._fail(f"exited with {code} while starting")
-            info = _info(self._port, timeout=1.0)
-            if info is not None and info.get("server_name") == self._name:
-                return
+            if self._tls_first:
+                if "Server is ready" in log_path.read_text(errors="replace"):
+                    return
+            else:
+                info = _info(self._port, timeout=1.0)
+                if info is not None and info.get("server_name") == self._name:
+                    return
             if time.monotonic() > deadline:
                 raise self._fail(
                     f"did not accept connections (with its INFO line) in {START_SECONDS:g}s"

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -35,13 +36,23 @@ class ServiceProcess:
     NATS server. Both return once every worker is ready.
     """
 
-    def __init__(self, command: list[str], log: Path, *, workers: int, url: str = "") -> None:
+    def __init__(
+        self,
+        command: list[str],
+        log: Path,
+        *,
+        workers: int,
+        url: str = "",
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.log = log
         self.url = url
         self.workers = workers
         self.leaked: list[int] = []
         """Worker processes still alive after the server stopped (killed then)."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+        env = {
+            k: v for k, v in {**os.environ, **(env or {})}.items() if not k.startswith("SEAMKIT_")
+        }
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         with log.open("w") as out:
             self.process = subprocess.Popen(
@@ -65,13 +76,23 @@ class ServiceProcess:
 
     @classmethod
     def nats(
-        cls, spec: str, log_dir: Path, *, servers: str, subject: str, workers: int = 1
+        cls,
+        spec: str,
+        log_dir: Path,
+        *,
+        servers: str,
+        subject: str,
+        workers: int = 1,
+        flags: Sequence[str] = (),
+        env: dict[str, str] | None = None,
     ) -> ServiceProcess:
-        """Serve ``spec`` on NATS; ready when every worker said so."""
+        """Serve ``spec`` on NATS; ready when every worker said so. ``flags``:
+        more options (``--nats-user`` ...), ``env``: more environment."""
         command = [str(SEAMKIT), "tool-service", "serve", spec, "--transport", "nats"]
         command += ["--servers", servers, "--subject", subject, "--workers", str(workers)]
+        command += flags
         log = log_dir / f"service-{subject}-{time.monotonic_ns()}.log"
-        served = cls(command, log, workers=workers)
+        served = cls(command, log, workers=workers, env=env)
         served._wait(lambda: served.output().count(" ready") >= workers)
         return served
 

@@ -27,6 +27,12 @@ class ToolSource(Protocol):
     The agent asks every source for its current tools at the start of each
     run; a changed set is swapped in before that run starts, never during
     one. A set whose names clash keeps the old map and records a diagnostic.
+
+    A source may also have ``diagnostics() -> Sequence[Diagnostic]``: what it
+    has to say since it was last asked (a tool it left out, and why), added
+    to the diagnostics of the run that asked. A manifest section's source is
+    built seeing the tools of the manifest's entries and the code
+    (``build.tools``), so it can leave out a tool that would clash.
     """
 
     async def current(self) -> Sequence[Tool]:

@@ -37,7 +37,15 @@ from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt
-from ._parts import ToolEntry, build_model, build_parts, current_tools, model_spec, open_store
+from ._parts import (
+    ToolEntry,
+    build_model,
+    build_parts,
+    current_tools,
+    model_spec,
+    open_store,
+    source_notes,
+)
 from ._resume import (
     SEALED_DAYS,
     Resume,
@@ -252,15 +260,16 @@ class Agent:
         if not any(entry.source is not None for entry in self._entries):
             return ()
         refreshed = await current_tools(self._entries, self._code)
+        notes = source_notes(self._entries)  # what the sources left out, and why
         if isinstance(refreshed, list):
-            return tuple(
+            return notes + tuple(
                 Diagnostic(code="tools_not_refreshed", message=p.format(None)) for p in refreshed
             )
         entries, tool_map = refreshed
         if list(tool_map.items()) != list(self._plan.tools.items()):
             self._entries = entries
             self._plan = self._make_plan(tool_map)
-        return ()
+        return notes
 
     async def aclose(self) -> None:
         """Close what the tool kinds opened (idempotent)."""

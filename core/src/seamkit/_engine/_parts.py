@@ -24,7 +24,7 @@ from .._secret import redact, secret_texts
 from .._tool import Tool
 from .._tool_settings import apply_settings
 from .._toolmap import Found, ToolMap, ToolSource, assemble, code_tools, final_name
-from .._types import Model
+from .._types import Diagnostic, Model
 from ._dispatch import ConfiguredHook
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ __all__ = [
     "current_tools",
     "model_spec",
     "open_store",
+    "source_notes",
 ]
 
 
@@ -301,9 +302,12 @@ async def build_parts(
             problems.extend(resolved)
         else:
             entries.append(resolved)
-    entries.extend(await _section_tools(build, problems))
-    found: Found = [item for entry in entries for item in entry.found()]
     extra = code_tools(tools, problems)
+    found: Found = [item for entry in entries for item in entry.found()]
+    # sections see the tools of the entries and the code (to leave theirs out)
+    so_far = assemble([*found, *extra], [])
+    entries.extend(await _section_tools(build.with_tools(so_far), problems))
+    found = [item for entry in entries for item in entry.found()]
     tool_map = assemble([*found, *extra], problems)
     configured: list[ConfiguredHook] = []
     if not problems:
@@ -346,6 +350,17 @@ async def current_tools(
     found.extend((t.name, t, (), None) for t in code)
     tool_map = assemble(found, problems)
     return problems if problems else (tuple(refreshed), tool_map)
+
+
+def source_notes(entries: Sequence[ToolEntry]) -> tuple[Diagnostic, ...]:
+    """What the tool sources of ``entries`` have to say since they were
+    last asked (a source may have ``diagnostics() -> Sequence[Diagnostic]``)."""
+    notes: list[Diagnostic] = []
+    for entry in entries:
+        said = getattr(entry.source, "diagnostics", None)
+        if callable(said):
+            notes.extend(d for d in said() if isinstance(d, Diagnostic))
+    return tuple(notes)
 
 
 def _unknown_scheme(scheme: str, registry: Registry) -> SessionError:

@@ -1,9 +1,10 @@
 """seamkit plugin: tools served by other processes and machines.
 
 The ``tool_services:`` manifest section declares services (HTTP or NATS);
-tool kind ``tool-service`` makes tools that call them; ``discover: true``
-picks up services announced on NATS. Service authors subclass
-`DynamicToolService` and run it with ``seamkit tool-service serve``.
+tool kind ``tool-service`` makes tools that call them; ``discover``
+picks up services announced on NATS (``{allow, deny}`` says which ones).
+Service authors subclass `DynamicToolService` and run it with
+``seamkit tool-service serve``.
 
 This module imports only seamkit: pydantic models load on registration,
 httpx on the first call, nats-py only when a NATS service is used.
@@ -24,8 +25,12 @@ if TYPE_CHECKING:
     from ._config import (
         Argument as Argument,
         ConfigParam as ConfigParam,
+        DiscoverEntry as DiscoverEntry,
+        DiscoverRules as DiscoverRules,
         HttpAuth as HttpAuth,
         HttpTls as HttpTls,
+        NatsAuth as NatsAuth,
+        NatsTls as NatsTls,
         ServedTool as ServedTool,
         ServiceDescriptor as ServiceDescriptor,
         ToolServiceConfig as ToolServiceConfig,
@@ -52,10 +57,14 @@ __getattr__, __dir__, __all__ = lazy_module(
         "Argument": "._config",
         "ConfigParam": "._config",
         "DESCRIPTOR_KEY": "._discovery",
+        "DiscoverEntry": "._config",
+        "DiscoverRules": "._config",
         "DynamicToolService": "._service",
         "EnvelopeError": "._errors",
         "HttpAuth": "._config",
         "HttpTls": "._config",
+        "NatsAuth": "._config",
+        "NatsTls": "._config",
         "Reply": "._envelope",
         "Request": "._envelope",
         "ServedTool": "._config",

@@ -10,7 +10,8 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import click
 import seamkit
@@ -20,6 +21,9 @@ from seamkit.plugins import listening_socket
 from ._http_auth import TOKENS_ENV, mask_urls
 from ._http_serve_auth import HttpServerAuth
 from ._http_server import CLIENT_CERTS_ENV, load_service
+
+if TYPE_CHECKING:
+    from ._config import NatsAuth, NatsTls
 
 __all__ = ["tool_service_group"]
 
@@ -54,9 +58,65 @@ def _service_or_fail(
         ) from None
 
 
-def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) -> None:
+_NATS_AUTH_ENV = {"token": "token_env", "password": "password_env", "nkey_seed": "nkey_seed_env"}
+"""The NatsAuth fields read from an environment variable, by its flag's key."""
+
+
+def _nats_security(
+    flags: Mapping[str, str | bool | None],
+) -> tuple[NatsAuth | None, NatsTls | None]:
+    """The credentials and TLS the ``--nats-*``/``--tls-*`` flags name: secrets
+    read from the environment variables they name (never from the command
+    line). Raises `seamkit.SeamkitError` (no secret in it) when one is wrong."""
+    from ._config import NatsAuth, NatsTls  # lazy: pydantic models, only serving over NATS
+
+    values: dict[str, object] = {}
+    for field, key in _NATS_AUTH_ENV.items():
+        var = flags.get(key)
+        if isinstance(var, str):
+            value = os.environ.get(var)
+            if not value:
+                raise seamkit.SeamkitError(
+                    f"the environment variable {var} (--nats-{key.replace('_', '-')}) is not set",
+                    hint=f"export {var}=... before serving",
+                )
+            values[field] = seamkit.Secret(value, source=f"${{env:{var}}}")
+    if flags.get("user") is not None:
+        values["user"] = flags["user"]
+    if flags.get("creds") is not None:
+        values["creds_file"] = flags["creds"]
+    tls_values = {
+        name: flags.get(key)
+        for name, key in (("ca_file", "tls_ca"), ("cert_file", "tls_cert"), ("key_file", "tls_key"))
+        if flags.get(key) is not None
+    }
+    if flags.get("tls_handshake_first"):
+        tls_values["handshake_first"] = True
+    try:
+        auth = NatsAuth.model_validate(values) if values else None
+        tls = NatsTls.model_validate(tls_values) if tls_values else None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise seamkit.SeamkitError(
+            f"NATS flags: {first['msg']}",
+            hint="give one of --nats-token-env, --nats-user with --nats-password-env, "
+            "--nats-nkey-seed-env, --nats-creds; --tls-cert with --tls-key",
+        ) from None
+    return auth, tls
+
+
+def _nats_worker(
+    spec: str,
+    servers: Sequence[str],
+    subject: str,
+    drain: float,
+    security: Mapping[str, str | bool | None] | None = None,
+) -> None:
     """One NATS worker process: serve until SIGTERM or SIGINT. A seamkit
-    error (no NATS server to reach) is one line (and a hint), exit code 1."""
+    error (no NATS server to reach, credentials refused) is one line (and a
+    hint, neither with a secret), exit code 1. ``security``: the NATS flags
+    (environment variable names and file paths, read here: secrets never
+    cross to the worker's command line or pickled arguments)."""
     from ._nats_worker import serve_nats  # lazy: the [nats] extra
 
     async def main() -> None:
@@ -68,6 +128,7 @@ def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) 
         def ready() -> None:
             click.echo(f"seamkit tool-service: worker {os.getpid()} ready", err=True)
 
+        auth, tls = _nats_security(security or {})
         await serve_nats(
             load_service(spec),
             servers=servers,
@@ -75,6 +136,8 @@ def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) 
             stop=stop,
             drain_seconds=drain,
             ready=ready,
+            auth=auth,
+            tls=tls,
         )
 
     try:
@@ -87,11 +150,18 @@ def _nats_worker(spec: str, servers: Sequence[str], subject: str, drain: float) 
 
 
 def _serve_nats(
-    spec: str, servers: Sequence[str], subject: str, workers: int, drain: float
+    spec: str,
+    servers: Sequence[str],
+    subject: str,
+    workers: int,
+    drain: float,
+    security: Mapping[str, str | bool | None] | None = None,
 ) -> None:
     context = multiprocessing.get_context("spawn")
     processes = [
-        context.Process(target=_nats_worker, args=(spec, list(servers), subject, drain))
+        context.Process(
+            target=_nats_worker, args=(spec, list(servers), subject, drain, dict(security or {}))
+        )
         for _ in range(workers)
     ]
 
@@ -161,6 +231,47 @@ def _serve_http(
     help="nats: comma-separated server URLs.",
 )
 @click.option("--subject", help="nats: the subject to serve on (default: tools.<service id>).")
+@click.option(
+    "--nats-token-env", metavar="VAR", help="nats: the environment variable holding a token."
+)
+@click.option("--nats-user", help="nats: the user name (with --nats-password-env).")
+@click.option(
+    "--nats-password-env",
+    metavar="VAR",
+    help="nats: the environment variable holding the password.",
+)
+@click.option(
+    "--nats-nkey-seed-env",
+    metavar="VAR",
+    help="nats: the environment variable holding an NKey user seed.",
+)
+@click.option(
+    "--nats-creds",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="nats: a .creds file (user JWT and seed).",
+)
+@click.option(
+    "--tls-ca",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="nats: CA certificates to verify the server with.",
+)
+@click.option(
+    "--tls-cert",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="nats: a client certificate (with --tls-key).",
+)
+@click.option(
+    "--tls-key",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="nats: the client certificate's key.",
+)
+@click.option(
+    "--tls-handshake-first", is_flag=True, help="nats: TLS before the server's INFO line."
+)
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1))
 @click.option(
     "--drain-seconds",
@@ -193,6 +304,15 @@ def serve(
     subject: str | None,
     workers: int,
     drain_seconds: float,
+    nats_token_env: str | None = None,
+    nats_user: str | None = None,
+    nats_password_env: str | None = None,
+    nats_nkey_seed_env: str | None = None,
+    nats_creds: str | None = None,
+    tls_ca: str | None = None,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
+    tls_handshake_first: bool = False,
     token_env: tuple[str, ...] = (),
     certfile: str | None = None,
     keyfile: str | None = None,
@@ -200,17 +320,54 @@ def serve(
 ) -> None:
     """Serve the DynamicToolService MODULE:CLASS."""
     sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
+    nats_flags = {
+        "--nats-token-env": nats_token_env,
+        "--nats-user": nats_user,
+        "--nats-password-env": nats_password_env,
+        "--nats-nkey-seed-env": nats_nkey_seed_env,
+        "--nats-creds": nats_creds,
+        "--tls-ca": tls_ca,
+        "--tls-cert": tls_cert,
+        "--tls-key": tls_key,
+        "--tls-handshake-first": tls_handshake_first or None,
+    }
+    http_flags = {
+        "--token-env": token_env or None,
+        "--certfile": certfile,
+        "--keyfile": keyfile,
+        "--ca-certs": ca_certs,
+    }
+    other = http_flags if transport == "nats" else nats_flags
+    if given := [flag for flag, value in other.items() if value is not None]:
+        raise seamkit.SeamkitError(
+            f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not for "
+            f"--transport {transport}",
+            hint="--nats-* and --tls-* are for --transport nats; --token-env, --certfile, "
+            "--keyfile and --ca-certs for --transport http",
+        )
     if transport == "nats":
         urls = [s.strip() for s in servers.split(",") if s.strip()]
         _service_or_fail(spec, transport, subject or "tools.x", "", urls)
         subject = subject or f"tools.{load_service(spec).id}"
         _service_or_fail(spec, transport, subject, "", urls)
+        security: dict[str, str | bool | None] = {
+            "token_env": nats_token_env,
+            "user": nats_user,
+            "password_env": nats_password_env,
+            "nkey_seed_env": nats_nkey_seed_env,
+            "creds": None if nats_creds is None else os.path.abspath(nats_creds),
+            "tls_ca": None if tls_ca is None else os.path.abspath(tls_ca),
+            "tls_cert": None if tls_cert is None else os.path.abspath(tls_cert),
+            "tls_key": None if tls_key is None else os.path.abspath(tls_key),
+            "tls_handshake_first": tls_handshake_first,
+        }
+        _nats_security(security)  # a wrong flag or unset variable: one line, before any worker
         click.echo(
             f"seamkit tool-service: {spec} on {', '.join(urls)} subject {subject} "
             f"({workers} worker(s))",
             err=True,
         )
-        _serve_nats(spec, urls, subject, workers, drain_seconds)
+        _serve_nats(spec, urls, subject, workers, drain_seconds, security)
     else:
         _service_or_fail(spec, transport, None, f"http://{host}:{port}/")
         auth = HttpServerAuth.from_options(host, token_env, certfile, keyfile, ca_certs)

@@ -11,8 +11,9 @@ the manifest loads, with each problem at its own field.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -22,6 +23,8 @@ from pydantic import (
     ModelWrapValidatorHandler,
     ValidationError,
     ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
     model_validator,
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -35,6 +38,8 @@ __all__ = [
     "ConfigParam",
     "HttpAuth",
     "HttpTls",
+    "NatsAuth",
+    "NatsTls",
     "ServedTool",
     "ServiceDescriptor",
     "ToolServiceConfig",
@@ -159,6 +164,104 @@ class ServedTool(BaseModel):
         return self
 
 
+class NatsAuth(BaseModel):
+    """How to authenticate to NATS: exactly one of ``token``,
+    ``user`` + ``password``, ``nkey_seed`` or ``creds_file``. Secrets come
+    from ``${secret:...}`` / ``${env:...}`` (never written in the manifest);
+    they never appear in errors, logs or banners."""
+
+    model_config = _STRICT
+
+    token: Secret[str] | None = Field(
+        default=None, description="A token, e.g. `${secret:NATS_TOKEN}`."
+    )
+    user: str | None = Field(default=None, description="A user name (with password).")
+    password: Secret[str] | None = Field(
+        default=None, description="The user's password, e.g. `${secret:NATS_PASSWORD}`."
+    )
+    nkey_seed: Secret[str] | None = Field(
+        default=None, description="An NKey user seed (`SU...`), e.g. `${secret:NATS_NKEY_SEED}`."
+    )
+    creds_file: str | None = Field(
+        default=None,
+        description="A .creds file (user JWT and seed, decentralized auth), relative to the "
+        "manifest.",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> NatsAuth:
+        given = [
+            name
+            for name, value in (
+                ("token", self.token),
+                ("user", self.user if self.user is not None else self.password),
+                ("nkey_seed", self.nkey_seed),
+                ("creds_file", self.creds_file),
+            )
+            if value is not None
+        ]
+        issues: list[Issue] = []
+        forms = "token, user + password, nkey_seed or creds_file"
+        if not given:
+            issues.append(((), "missing_auth", f"auth needs one of {forms}", None, None))
+        elif len(given) > 1:
+            issues.append(
+                (
+                    (given[1],),
+                    "several_auth",
+                    f"auth gives {' and '.join(given)}: give only one of {forms}",
+                    None,
+                    None,
+                )
+            )
+        elif given == ["user"]:
+            if self.user is None:
+                issues.append(
+                    (("user",), "missing", "password needs user", "add user: <name>", None)
+                )
+            elif self.password is None:
+                issues.append(
+                    (
+                        ("password",),
+                        "missing",
+                        "user needs password",
+                        "add password: ${secret:NATS_PASSWORD}",
+                        None,
+                    )
+                )
+        _raise("NatsAuth", issues)
+        return self
+
+
+class NatsTls(BaseModel):
+    """TLS to NATS: the CA that signed the server's certificate, and a client
+    certificate for servers that verify clients. Paths are relative to the
+    manifest."""
+
+    model_config = _STRICT
+
+    ca_file: str | None = Field(
+        default=None, description="CA certificates (PEM) to verify the server with."
+    )
+    cert_file: str | None = Field(
+        default=None, description="A client certificate (PEM), for servers with `verify: true`."
+    )
+    key_file: str | None = Field(default=None, description="The client certificate's key (PEM).")
+    handshake_first: bool = Field(
+        default=False,
+        description="TLS before the server's INFO (servers with `handshake_first: true`).",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> NatsTls:
+        issues: list[Issue] = []
+        if (self.cert_file is None) != (self.key_file is None):
+            missing = "key_file" if self.key_file is None else "cert_file"
+            issues.append(((missing,), "missing", "cert_file and key_file go together", None, None))
+        _raise("NatsTls", issues)
+        return self
+
+
 class HttpAuth(BaseModel):
     """How an http service is authenticated: a bearer token."""
 
@@ -247,9 +350,15 @@ class ServiceDescriptor(BaseModel):
         default_factory=dict,
         description="http: headers sent with every request (values may be ${secret:...}).",
     )
-    auth: HttpAuth | None = Field(default=None, description="http: the bearer token to send.")
-    tls: HttpTls | None = Field(
-        default=None, description="http: certificate verification and a client certificate."
+    auth: HttpAuth | NatsAuth | None = Field(
+        default=None,
+        description="http: the bearer token to send (`HttpAuth`). nats: the credentials to "
+        "connect with (`NatsAuth`, default: tool_services.auth).",
+    )
+    tls: HttpTls | NatsTls | None = Field(
+        default=None,
+        description="http: certificate verification and a client certificate (`HttpTls`). "
+        "nats: TLS to connect with (`NatsTls`, default: tool_services.tls).",
     )
 
     @model_validator(mode="after")
@@ -345,6 +454,38 @@ class ServiceDescriptor(BaseModel):
         _raise("ServiceDescriptor", issues)
         return self
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _by_transport(
+        cls, data: object, handler: ModelWrapValidatorHandler[ServiceDescriptor]
+    ) -> ServiceDescriptor:
+        """Parse ``auth`` and ``tls`` as the models of the descriptor's
+        transport (``{ca_file: ...}`` fits both), each problem located under
+        its field, beside the problems of the other fields."""
+        carried: list[InitErrorDetails] = []
+        transport = data.get("transport", "http") if isinstance(data, Mapping) else None
+        models = _SECURITY.get(transport) if isinstance(transport, str) else None
+        if isinstance(data, Mapping) and models is not None:
+            data = dict(data)
+            for name, model in models.items():
+                value = data.get(name)
+                if value is None or type(value) is model:
+                    continue
+                if isinstance(value, BaseModel):  # the other transport's model: its fields
+                    value = {k: getattr(value, k) for k in value.model_fields_set}
+                try:
+                    data[name] = model.model_validate(value)
+                except ValidationError as exc:
+                    del data[name]
+                    carried.extend(_under(name, str(transport), exc))
+        try:
+            result = handler(data)
+        except ValidationError as exc:
+            _raise_all("ServiceDescriptor", [*carried, *_carried(exc)], [])
+            raise
+        _raise_all("ServiceDescriptor", carried, [])
+        return result
+
     @property
     def url_text(self) -> str:
         """The URL as sent (a secret in it revealed): never show it."""
@@ -362,7 +503,7 @@ class ServiceDescriptor(BaseModel):
         out = {
             k: v.get_secret_value() if isinstance(v, Secret) else v for k, v in self.headers.items()
         }
-        if self.auth is not None:
+        if isinstance(self.auth, HttpAuth):
             out["Authorization"] = f"Bearer {self.auth.bearer.get_secret_value()}"
         return out
 
@@ -372,16 +513,110 @@ class ServiceDescriptor(BaseModel):
         return self.message_timeout_seconds or self.timeout_seconds
 
 
+class DiscoverEntry(BaseModel):
+    """One service discovery may admit: its id (a glob) and, to pin it, the
+    exact subject it must announce."""
+
+    model_config = _STRICT
+
+    id: str = Field(
+        min_length=1,
+        description="The service id (a glob: ``*`` and ``?`` match, e.g. ``billing-*``).",
+    )
+    subject: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The exact subject the service must announce (pins it: of two "
+        "announcements of one id, the one on this subject wins).",
+    )
+
+    def matches(self, service_id: str, subject: str) -> bool:
+        """Whether this entry covers ``service_id`` announced on ``subject``."""
+        return fnmatch.fnmatchcase(service_id, self.id) and (
+            self.subject is None or self.subject == subject
+        )
+
+
+def _entry(value: object) -> object:
+    """An entry given as a bare glob string is ``{id: glob}``."""
+    return {"id": value} if isinstance(value, str) else value
+
+
+class DiscoverRules(BaseModel):
+    """Which announced services discovery admits: those an ``allow`` entry
+    covers and no ``deny`` entry does (deny wins)."""
+
+    model_config = _STRICT
+
+    allow: list[DiscoverEntry] = Field(
+        default_factory=list,
+        description="The services admitted: id globs, or ``{id, subject}`` to pin the "
+        "subject (at least one: ``['*']`` admits all but the denied).",
+    )
+    deny: list[DiscoverEntry] = Field(
+        default_factory=list,
+        description="Services never admitted, even when an allow entry covers them.",
+    )
+
+    @field_validator("allow", "deny", mode="before")
+    @classmethod
+    def _globs(cls, value: object) -> object:
+        return [_entry(item) for item in value] if isinstance(value, list) else value
+
+    @model_validator(mode="after")
+    def _allows_something(self) -> DiscoverRules:
+        if not self.allow:
+            raise PydanticCustomError(
+                "discover_allows_nothing",
+                "discover lists no service to allow: it would admit none",
+                {"hint": "allow: ['*'] admits every service but the denied ones"},
+            )
+        return self
+
+    def admits(self, service_id: str, subject: str) -> bool:
+        """Whether ``service_id`` announced on ``subject`` is admitted."""
+        if any(e.matches(service_id, subject) for e in self.deny):
+            return False
+        return any(e.matches(service_id, subject) for e in self.allow)
+
+    def pinned(self, service_id: str) -> set[str]:
+        """The subjects allow entries pin for ``service_id``."""
+        return {
+            e.subject
+            for e in self.allow
+            if e.subject is not None and fnmatch.fnmatchcase(service_id, e.id)
+        }
+
+
 class ToolServicesConfig(BaseModel):
     """Tool services: the descriptors of services that serve tools over HTTP
     or NATS, and whether to discover more on NATS (``$SRV`` discovery)."""
 
     model_config = _STRICT
 
-    discover: bool = Field(
+    discover: bool | DiscoverRules = Field(
         default=False,
-        description="Pick up services announced on NATS (and their tools) between runs.",
+        description="Pick up services announced on NATS (and their tools) between runs: "
+        "``{allow: [...], deny: [...]}`` admits only the services listed (an entry is an "
+        "id glob or ``{id, subject}``); a bare ``true`` admits every service on the bus.",
     )
+
+    @field_validator("discover", mode="wrap")
+    @classmethod
+    def _discover_shape(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        """``true``/``false`` or a mapping of rules, nothing else (not ``"yes"``
+        nor ``1``, which a lax bool would take); a broken mapping's errors are
+        located in it (``discover.allow.0``), not in each arm of the union."""
+        if not isinstance(value, bool | Mapping | DiscoverRules):
+            raise PydanticCustomError(
+                "discover_shape",
+                "discover must be true, false or a mapping of allow and deny lists",
+                {"hint": "e.g. discover: {allow: [billing, {id: pay, subject: tools.pay}]}"},
+            )
+        if isinstance(value, Mapping):
+            value = DiscoverRules.model_validate(value)
+        return handler(value)
+
     servers: list[str] = Field(
         default_factory=list,
         description="NATS servers to discover on (default: those of the nats services listed).",
@@ -391,6 +626,14 @@ class ToolServicesConfig(BaseModel):
     )
     services: list[ServiceDescriptor] = Field(
         default_factory=list, description="The services tools may name."
+    )
+    auth: NatsAuth | None = Field(
+        default=None,
+        description="NATS credentials for discovery and every nats service without its own.",
+    )
+    tls: NatsTls | None = Field(
+        default=None,
+        description="NATS TLS for discovery and every nats service without its own.",
     )
 
     @model_validator(mode="wrap")
@@ -421,7 +664,7 @@ class ToolServicesConfig(BaseModel):
         try:
             result = handler(data)
         except ValidationError as exc:
-            _raise_all("ToolServicesConfig", _carried(exc), issues)
+            _raise_all("ToolServicesConfig", _nats_only(_carried(exc)), issues)
             raise
         _raise("ToolServicesConfig", issues)
         return result
@@ -434,13 +677,18 @@ class ToolServicesConfig(BaseModel):
                 (
                     ("servers",),
                     "missing",
-                    "discover: true needs NATS servers to discover on",
+                    "discover needs NATS servers to discover on",
                     "set tool_services.servers, e.g. [nats://127.0.0.1:4222]",
                     None,
                 )
             )
         _raise("ToolServicesConfig", issues)
         return self
+
+    @property
+    def discover_rules(self) -> DiscoverRules | None:
+        """The rules discovery admits by (``None``: every service, a bare ``true``)."""
+        return self.discover if isinstance(self.discover, DiscoverRules) else None
 
     @property
     def by_id(self) -> dict[str, ServiceDescriptor]:
@@ -516,6 +764,86 @@ def _carried(exc: ValidationError) -> list[InitErrorDetails]:
         )
         for e in exc.errors(include_url=False)
     ]
+
+
+_SECURITY: dict[str, dict[str, type[BaseModel]]] = {
+    "http": {"auth": HttpAuth, "tls": HttpTls},
+    "nats": {"auth": NatsAuth, "tls": NatsTls},
+}
+"""The models of a descriptor's ``auth`` and ``tls``, by its transport."""
+
+
+_A = {"http": "an http", "nats": "a nats"}
+
+
+def _under(name: str, transport: str, exc: ValidationError) -> list[InitErrorDetails]:
+    """The errors of the descriptor's ``name`` (``auth``/``tls``), located
+    under it; a field of the other transport's model is named as such."""
+    other = "nats" if transport == "http" else "http"
+    takes = ", ".join(_SECURITY[transport][name].model_fields)
+    errors = exc.errors(include_url=False)
+    misplaced = [
+        e
+        for e in errors
+        if e["type"] == "extra_forbidden"
+        and len(e["loc"]) == 1
+        and e["loc"][0] in _SECURITY[other][name].model_fields
+    ]
+    out: list[InitErrorDetails] = []
+    for e in errors:
+        if misplaced and e["type"] == "missing":
+            continue  # the field given to the wrong transport says it all
+        if e in misplaced:
+            field = e["loc"][0]
+            out.append(
+                InitErrorDetails(
+                    type=PydanticCustomError(
+                        "wrong_transport",
+                        f"{name}.{field} is for {other} services, this one's transport is "
+                        f"{transport}",
+                        {"hint": f"the {name} of {_A[transport]} service takes: {takes}"},
+                    ),
+                    loc=(name, *e["loc"]),
+                    input=e["input"],
+                )
+            )
+            continue
+        out.append(
+            InitErrorDetails(
+                type=PydanticCustomError(e["type"], e["msg"], e.get("ctx")),
+                loc=(name, *e["loc"]),
+                input=e["input"],
+            )
+        )
+    return out
+
+
+def _nats_only(errors: list[InitErrorDetails]) -> list[InitErrorDetails]:
+    """``errors`` of the section, a field of `HttpAuth`/`HttpTls` given to its
+    (NATS-only) ``auth``/``tls`` said as such."""
+    out: list[InitErrorDetails] = []
+    for error in errors:
+        loc, kind = error["loc"], error["type"]
+        if (
+            len(loc) == 2
+            and loc[0] in ("auth", "tls")
+            and isinstance(kind, PydanticCustomError)
+            and kind.type == "extra_forbidden"
+            and loc[1] in _SECURITY["http"][str(loc[0])].model_fields
+        ):
+            name = loc[0]
+            error = InitErrorDetails(
+                type=PydanticCustomError(
+                    "wrong_transport",
+                    f"tool_services.{name} is for NATS (discovery and nats services): "
+                    f"{name}.{loc[1]} is not one of its fields",
+                    {"hint": f"give an http service's {name} in its descriptor"},
+                ),
+                loc=loc,
+                input=error["input"],
+            )
+        out.append(error)
+    return out
 
 
 def check_tool(
@@ -606,3 +934,61 @@ def _declared_services(
             continue
         found.setdefault(service.id, service)  # a duplicate id is reported on its own
     return found, broken
+
+
+def _located(path: str | None, base_dir: str | None) -> str | None:
+    """``path`` relative to ``base_dir`` (the manifest's folder), when both are
+    given and ``path`` is not absolute (``~`` expanded)."""
+    if path is None or base_dir is None:
+        return path
+    from pathlib import Path  # lazy: only for services with files
+
+    expanded = Path(path).expanduser()
+    return str(expanded if expanded.is_absolute() else Path(base_dir, expanded))
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+_FILES = ("creds_file", "ca_file", "cert_file", "key_file")
+"""The fields of `NatsAuth`, `HttpTls` and `NatsTls` that name files."""
+
+
+def _with_files(model: _Model, base_dir: str | None) -> _Model:
+    """``model`` with the files it names relative to ``base_dir``."""
+    update = {
+        name: _located(value, base_dir)
+        for name in _FILES
+        if isinstance(value := getattr(model, name, None), str)
+    }
+    return model.model_copy(update=update) if update else model
+
+
+def located(
+    auth: NatsAuth | None, tls: NatsTls | None, base_dir: str | None
+) -> tuple[NatsAuth | None, NatsTls | None]:
+    """``auth`` and ``tls`` with their file paths relative to ``base_dir``."""
+    return (
+        None if auth is None else _with_files(auth, base_dir),
+        None if tls is None else _with_files(tls, base_dir),
+    )
+
+
+def secured(
+    service: ServiceDescriptor, section: ToolServicesConfig | None, base_dir: str | None
+) -> ServiceDescriptor:
+    """``service`` as it is called: every file path (TLS files of either
+    transport, a NATS ``.creds`` file) relative to ``base_dir`` (the
+    manifest's folder), and, for a nats service without its own
+    ``auth``/``tls``, the section's."""
+    auth: HttpAuth | NatsAuth | None = service.auth
+    tls: HttpTls | NatsTls | None = service.tls
+    if service.transport == "nats" and section is not None:
+        auth = auth or section.auth
+        tls = tls or section.tls
+    if auth is not None:
+        auth = _with_files(auth, base_dir)
+    if tls is not None:
+        tls = _with_files(tls, base_dir)
+    if auth is service.auth and tls is service.tls:
+        return service
+    return service.model_copy(update={"auth": auth, "tls": tls})

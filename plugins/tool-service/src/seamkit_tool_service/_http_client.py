@@ -44,7 +44,7 @@ class HttpTransport:
     def _client_for(self, service: ServiceDescriptor) -> httpx.AsyncClient:
         """The pool that reaches ``service`` with its TLS settings."""
         tls = service.tls
-        if tls is None or tls == HttpTls():
+        if not isinstance(tls, HttpTls) or tls == HttpTls():
             return self._client
         found = self._clients.get(tls)
         if found is None:

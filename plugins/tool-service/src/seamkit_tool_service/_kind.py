@@ -10,12 +10,11 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
-from pathlib import Path
 
 from seamkit import Agent, SeamkitError, Tool, ToolSource
 from seamkit.plugins import BuildContext
 
-from ._config import ServiceDescriptor, ToolServiceConfig, ToolServicesConfig, check_tool
+from ._config import ToolServiceConfig, ToolServicesConfig, check_tool, secured
 from ._discovery import Discovered
 from ._tools import Connections, service_tool
 
@@ -53,7 +52,8 @@ async def resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequen
     issues = check_tool(config.name, config.service, config.config_values, services)
     if issues:
         raise SeamkitError("; ".join(i[2] for i in issues), hint=issues[0][3])
-    service = _with_files(services[config.service], build.base_dir)
+    base_dir = None if build.base_dir is None else str(build.base_dir)
+    service = secured(services[config.service], _section(build), base_dir)
     return [
         service_tool(
             service,
@@ -67,28 +67,16 @@ async def resolve_tool(config: ToolServiceConfig, build: BuildContext) -> Sequen
     ]
 
 
-def _with_files(service: ServiceDescriptor, base_dir: Path | None) -> ServiceDescriptor:
-    """``service`` with its TLS files relative to the manifest's directory."""
-    tls = service.tls
-    if tls is None or base_dir is None:
-        return service
-    update = {
-        name: str(base_dir / value)
-        for name in ("ca_file", "cert_file", "key_file")
-        if (value := getattr(tls, name)) and not Path(value).is_absolute()
-    }
-    if not update:
-        return service
-    return service.model_copy(update={"tls": tls.model_copy(update=update)})
-
-
 async def resolve_section(
     section: ToolServicesConfig, build: BuildContext
 ) -> Sequence[Tool] | ToolSource:
     """The tools of the services discovered on NATS (none without
-    ``discover: true``)."""
+    ``discover``), never one named like a tool the agent has already
+    (``build.tools``: its manifest entries and code tools)."""
     if not section.discover:
         return []
-    discovered = Discovered(section, _connections(build))
+    base_dir = None if build.base_dir is None else str(build.base_dir)
+    reserved = {name: build.tools.origin(name) for name in build.tools}
+    discovered = Discovered(section, _connections(build), reserved, base_dir=base_dir)
     build.exit_stack.push_async_callback(discovered.aclose)
     return discovered

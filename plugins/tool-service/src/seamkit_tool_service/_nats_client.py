@@ -1,6 +1,7 @@
-"""The NATS transport, client side: one connection per server list, one
-wildcard inbox subscription on it, each call's replies routed by the reply
-subject's last token (the call's id) and checked against the envelope's id.
+"""The NATS transport, client side: one connection per server list (and
+credentials), one wildcard inbox subscription on it, each call's replies
+routed by the reply subject's last token (a random token of that call alone,
+not its id) and checked against the envelope's id.
 
 nats-py is imported when the first call connects, so an agent without NATS
 services never loads it. A request nobody listens for fails at once (NATS's
@@ -10,17 +11,25 @@ no-responders status), not at the time-out.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from seamkit import redact
+from seamkit.plugins import secret_texts
+
 from ._errors import ToolServiceError
 from ._transport import NO_RESPONDERS, Call, Dropped, Inbox, Replies
 
 if TYPE_CHECKING:
+    import ssl
+
     from nats.aio.client import Client
     from nats.aio.msg import Msg
+
+    from ._config import NatsAuth, NatsTls
 
 __all__ = ["FAILURE_MEMORY_SECONDS", "NatsTransport", "connect"]
 
@@ -36,9 +45,78 @@ def _again(error: ToolServiceError) -> ToolServiceError:
     return ToolServiceError(error.error_type, error.message, service=error.service, hint=error.hint)
 
 
-async def connect(servers: Sequence[str], *, name: str) -> Client:
-    """A nats-py client on ``servers`` that keeps reconnecting; raises
-    `ToolServiceError` (``Unavailable``) when none can be reached."""
+def _auth_options(auth: NatsAuth | None) -> dict[str, Any]:
+    """nats-py's connect options for ``auth`` (the secrets revealed here only)."""
+    if auth is None:
+        return {}
+    if auth.token is not None:
+        return {"token": auth.token.get_secret_value()}
+    if auth.user is not None and auth.password is not None:
+        return {"user": auth.user, "password": auth.password.get_secret_value()}
+    if auth.nkey_seed is not None:
+        return {"nkeys_seed_str": auth.nkey_seed.get_secret_value()}
+    if auth.creds_file is not None:
+        return {"user_credentials": auth.creds_file}
+    return {}
+
+
+def _tls_context(tls: NatsTls) -> ssl.SSLContext:
+    """A client TLS context: the system's CAs or ``ca_file``, and the client
+    certificate when one is given."""
+    import ssl  # lazy: only services with TLS need it
+
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=tls.ca_file)
+    if tls.cert_file is not None:
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+    return context
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, as the server or nats-py said it (``authorization
+    violation`` in lower case, as the server sends it)."""
+    text = str(exc) or type(exc).__name__
+    if "authorization violation" in text.lower():
+        return f"{type(exc).__name__}: authorization violation"
+    return f"{type(exc).__name__}: {text}"
+
+
+def _fatal(exc: BaseException) -> bool:
+    """A connection error trying again cannot mend (a TLS handshake that
+    failed: nats-py would never return from it)."""
+    import ssl  # lazy: only a failed connection needs it
+
+    return isinstance(exc, ssl.SSLError)
+
+
+async def _connect_unless_refused(
+    client: Client, servers: Sequence[str], options: dict[str, Any], refused: asyncio.Event
+) -> None:
+    """``client.connect``, given up as soon as ``refused`` is set."""
+    connecting = asyncio.ensure_future(client.connect(servers=list(servers), **options))
+    stopped = asyncio.ensure_future(refused.wait())
+    try:
+        await asyncio.wait([connecting, stopped], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        if not connecting.done():  # refused, or this call was cancelled
+            connecting.cancel()
+            await asyncio.wait([connecting])
+    if connecting.cancelled():
+        raise ConnectionError("the TLS handshake failed")
+    connecting.result()
+
+
+async def connect(
+    servers: Sequence[str],
+    *,
+    name: str,
+    auth: NatsAuth | None = None,
+    tls: NatsTls | None = None,
+) -> Client:
+    """A nats-py client on ``servers`` that keeps reconnecting, with the
+    credentials of ``auth`` and the TLS of ``tls``; raises `ToolServiceError`
+    (``Unavailable``, with the server's reason and no credential) when none
+    can be reached or the server refuses it."""
     try:
         from nats.aio.client import Client as NatsClient  # lazy: an optional extra, NATS only
     except ImportError:
@@ -48,7 +126,18 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
             hint="pip install 'seamkit-tool-service[nats]'",
         ) from None
 
+    # what the server said while first connecting: reported in the one
+    # error that attempt raises, not logged (None once connected)
+    connecting: list[Exception] | None = []
+
     async def on_error(exc: Exception) -> None:
+        if connecting is not None:
+            if len(connecting) < 8:
+                connecting.append(exc)
+            if _fatal(exc):
+                refused.set()
+            log.debug("NATS (%s): connecting: %s: %s", name, type(exc).__name__, exc)
+            return
         log.warning("NATS (%s): %s: %s", name, type(exc).__name__, exc)
 
     async def on_disconnect() -> None:
@@ -65,19 +154,35 @@ async def connect(servers: Sequence[str], *, name: str) -> Client:
         "error_cb": on_error,
         "disconnected_cb": on_disconnect,
     }
+    hidden = secret_texts(auth)
+    refused = asyncio.Event()
     client = NatsClient()
     try:
-        await client.connect(servers=list(servers), **options)
+        options.update(_auth_options(auth))
+        if tls is not None:
+            options.update(tls=_tls_context(tls), tls_handshake_first=tls.handshake_first)
+        await _connect_unless_refused(client, servers, options, refused)
     except Exception as exc:
+        with contextlib.suppress(Exception):
+            await client.close()
+        # nats-py ends with "no servers available"; the server's own reason
+        # (an authorization violation) came to the error callback before it
+        seen = connecting or []
+        said = [e for e in seen if "authorization" in str(e).lower()]
+        reason = _reason(said[0] if said else seen[-1] if seen else exc)
+        denied = "authorization violation" in reason
         raise ToolServiceError(
             "Unavailable",
-            f"cannot reach NATS at {', '.join(servers)}: {type(exc).__name__}: {exc}",
-            hint="start nats-server, or fix the servers of the tool service",
+            redact(f"cannot reach NATS at {', '.join(servers)}: {reason}", hidden),
+            hint="check the credentials (auth) of the tool service"
+            if denied
+            else "start nats-server, or fix the servers (and tls) of the tool service",
         ) from None
     except BaseException:  # called off midway: nats-py would leave its socket open
         await client.close()
         raise
     client.options["max_reconnect_attempts"] = -1  # ... and, once connected, reconnect forever
+    connecting = None
     return client
 
 
@@ -90,9 +195,19 @@ class NatsTransport:
     `FAILURE_MEMORY_SECONDS`, so a burst of calls with the server down
     fails together, at once."""
 
-    def __init__(self, servers: Sequence[str], *, name: str = "seamkit-agent") -> None:
+    def __init__(
+        self,
+        servers: Sequence[str],
+        *,
+        name: str = "seamkit-agent",
+        auth: NatsAuth | None = None,
+        tls: NatsTls | None = None,
+    ) -> None:
         self._servers = tuple(servers)
         self._name = name
+        self._auth = auth
+        self._tls = tls
+        self._calls: dict[str, str] = {}
         self._client: Client | None = None
         self._connecting: asyncio.Task[tuple[Client, str]] | None = None
         self._failure: tuple[float, ToolServiceError] | None = None
@@ -133,7 +248,7 @@ class NatsTransport:
         """One attempt to connect (a task its waiters share)."""
         loop = asyncio.get_running_loop()
         try:
-            client = await connect(self._servers, name=self._name)
+            client = await connect(self._servers, name=self._name, auth=self._auth, tls=self._tls)
         except ToolServiceError as exc:
             self._failure = (loop.time() + FAILURE_MEMORY_SECONDS, exc)
             raise
@@ -163,10 +278,10 @@ class NatsTransport:
             attempt.exception()  # retrieved: its waiters may all have given up
 
     async def _on_reply(self, msg: Msg) -> None:
-        call_id = msg.subject[len(self._prefix) + 1 :]
-        inbox = self._inboxes.get(call_id)
+        token = msg.subject[len(self._prefix) + 1 :]
+        inbox = self._inboxes.get(token)
         if inbox is None:
-            self.dropped.unmatched(call_id)
+            self.dropped.unmatched(token)
             return
         headers = msg.headers
         if headers and headers.get("Status") == "503" and not msg.data:
@@ -184,10 +299,14 @@ class NatsTransport:
                     client, prefix = await self._connected()
             except TimeoutError:
                 raise call.timed_out(overall=True) from None
-        inbox = self._inboxes[call.call_id] = Inbox()
+        # a reply subject of its own, random, unrelated to the call's id or
+        # to any other call's subject: no one who saw one can make another
+        token = secrets.token_hex(16)
+        inbox = self._inboxes[token] = Inbox()
+        self._calls[call.call_id] = token
         headers = dict(call.headers) if call.headers else None
         try:
-            reply = f"{prefix}.{call.call_id}"
+            reply = f"{prefix}.{token}"
             await client.publish(
                 call.service.subject or "", call.payload, reply=reply, headers=headers
             )
@@ -201,10 +320,11 @@ class NatsTransport:
         duplicates)."""
         # replies that came after the last one the caller took (a worker
         # answering twice at once) are duplicates too
-        inbox = self._inboxes.pop(call_id, None)
-        if inbox is not None:
+        token = self._calls.pop(call_id, None)
+        inbox = None if token is None else self._inboxes.pop(token, None)
+        if token is not None and inbox is not None:
             self.dropped.duplicate += len(inbox)
-            self.dropped.ended(call_id)
+            self.dropped.ended(token)
 
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:
         """Every reply to one request on ``subject`` (a scatter-gather such as

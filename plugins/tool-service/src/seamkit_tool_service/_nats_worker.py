@@ -31,6 +31,7 @@ from nats.micro.service import (
     ServiceStats,
 )
 
+from ._config import NatsAuth, NatsTls
 from ._discovery import DESCRIPTOR_KEY
 from ._nats_client import connect
 from ._service import DynamicToolService
@@ -90,11 +91,14 @@ async def serve_nats(
     stop: asyncio.Event,
     drain_seconds: float = 30.0,
     ready: Callable[[], None] | None = None,
+    auth: NatsAuth | None = None,
+    tls: NatsTls | None = None,
 ) -> None:
-    """Serve ``service`` on ``subject`` until ``stop`` is set. Raises
-    `ToolServiceError` when no NATS server on ``servers`` can be reached."""
+    """Serve ``service`` on ``subject`` until ``stop`` is set, connected
+    with ``auth`` and ``tls``. Raises `ToolServiceError` when no NATS server
+    on ``servers`` can be reached or the server refuses the credentials."""
     descriptor = service.descriptor("nats", subject=subject, servers=servers)
-    client = await connect(servers, name=f"seamkit-tool-service {service.id}")
+    client = await connect(servers, name=f"seamkit-tool-service {service.id}", auth=auth, tls=tls)
     try:
         await service.setup()
     except BaseException:

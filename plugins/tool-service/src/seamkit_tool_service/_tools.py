@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import json
 import logging
-import secrets
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from secrets import token_hex
 from typing import Any
 from urllib.parse import urlsplit
 
 from seamkit import ActionContext, CallInfo, Secret, Tool, ToolResult, redact, secret_json
 from seamkit.plugins import current_trace_headers, secret_texts
 
-from ._config import Argument, ServiceDescriptor, parameters_schema
+from ._config import Argument, NatsAuth, NatsTls, ServiceDescriptor, parameters_schema
 from ._envelope import Reply, ServiceCall, decode_reply, encode_request
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
@@ -43,8 +42,6 @@ _dumps_revealed = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), default=functools.partial(secret_json, reveal=True)
 ).encode
 """JSON with every `Secret` as its value: a tool's config values go on the wire."""
-_prefix = secrets.token_hex(4)
-_counter = itertools.count(1)
 
 
 class Connections:
@@ -65,11 +62,15 @@ class Connections:
         self._retired = Dropped()
 
     @staticmethod
-    def key(service: ServiceDescriptor) -> tuple[str, ...]:
-        """What tells transports apart: HTTP, or NATS on a server list."""
-        return ("nats", *service.servers) if service.transport == "nats" else ("http",)
+    def key(service: ServiceDescriptor) -> tuple[Any, ...]:
+        """What tells transports apart: HTTP, or NATS on a server list with
+        its credentials and TLS (services with other credentials do not
+        share a connection)."""
+        if service.transport != "nats":
+            return ("http",)
+        return ("nats", tuple(service.servers), service.auth, service.tls)
 
-    def get(self, key: tuple[str, ...]) -> Transport:
+    def get(self, key: tuple[Any, ...]) -> Transport:
         """The transport ``key`` names, for the running loop."""
         loop = asyncio.get_running_loop()
         last, table = self._last
@@ -78,7 +79,9 @@ class Connections:
         found = table.transports.get(key)
         if found is None:
             found = table.transports[key] = (
-                NatsTransport(key[1:]) if key[0] == "nats" else HttpTransport()
+                NatsTransport(key[1], auth=key[2], tls=key[3])
+                if key[0] == "nats"
+                else HttpTransport()
             )
         return found
 
@@ -125,9 +128,12 @@ class Connections:
         """The transport that reaches ``service`` from the running loop."""
         return self.get(self.key(service))
 
-    def nats(self, servers: Sequence[str]) -> NatsTransport:
-        """The NATS transport on ``servers`` from the running loop."""
-        found = self.get(("nats", *servers))
+    def nats(
+        self, servers: Sequence[str], auth: NatsAuth | None = None, tls: NatsTls | None = None
+    ) -> NatsTransport:
+        """The NATS transport on ``servers`` (with ``auth`` and ``tls``) from
+        the running loop."""
+        found = self.get(("nats", tuple(servers), auth, tls))
         assert isinstance(found, NatsTransport)
         return found
 
@@ -159,7 +165,7 @@ class _Table:
     __slots__ = ("guard", "transports")
 
     def __init__(self) -> None:
-        self.transports: dict[tuple[str, ...], Transport] = {}
+        self.transports: dict[tuple[Any, ...], Transport] = {}
         self.guard: AsyncGenerator[None, None] | None = None
 
 
@@ -284,7 +290,8 @@ def service_tool(
         if isinstance(user, Secret):
             user = user.get_secret_value()
         secrets = config_secrets + ctx.secret_texts
-        call_id = f"{_prefix}{next(_counter):x}"
+        # random, not a counter: no service that saw one call's id can guess another's
+        call_id = token_hex(16)
         about = ServiceCall(info.call_id, info.idempotency_key, info.attempt)
         payload = encode_request(call_id, str(user), config_text, _dumps(values), call=about)
         transport = connections.get(key)

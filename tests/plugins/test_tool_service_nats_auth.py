@@ -697,3 +697,19 @@ def test_two_calls_share_no_guessable_part_of_their_ids_or_reply_subjects(
     assert len(first_token) == 32 and first_token != second_token
     assert _common(first_token, second_token) < 8
     assert first_id not in first and second_id not in second  # the subject is not the id
+
+
+def test_a_password_in_a_servers_url_is_masked_in_the_error(
+    server_with: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Userinfo written plainly in a NATS URL (not a secret) never shows:
+    the refused call's error writes it ``***@``."""
+    server = server_with(
+        f'authorization {{ users = [ {{ user: ann, password: "{CANARY}-right" }} ] }}'
+    )
+    caplog.set_level(logging.DEBUG)
+    plain = server.url.replace("nats://", f"nats://ann:{CANARY}-plain@")
+    result, transcript = run_echo(manifest(plain))
+    assert result.startswith("Error: Unavailable: cannot reach NATS at nats://***@"), result
+    for text in (result, transcript, caplog.text):
+        assert f"{CANARY}-plain" not in text

@@ -21,6 +21,7 @@ from seamkit import redact
 from seamkit.plugins import secret_texts
 
 from ._errors import ToolServiceError
+from ._http_auth import mask_urls
 from ._transport import NO_RESPONDERS, Call, Dropped, Inbox, Replies
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ async def connect(
         denied = "authorization violation" in reason
         raise ToolServiceError(
             "Unavailable",
-            redact(f"cannot reach NATS at {', '.join(servers)}: {reason}", hidden),
+            mask_urls(redact(f"cannot reach NATS at {', '.join(servers)}: {reason}", hidden)),
             hint="check the credentials (auth) of the tool service"
             if denied
             else "start nats-server, or fix the servers (and tls) of the tool service",

@@ -20,7 +20,7 @@ from secrets import token_hex
 from typing import Any
 from urllib.parse import urlsplit
 
-from seamkit import ActionContext, CallInfo, Secret, Tool, ToolResult, redact, secret_json
+from seamkit import ActionContext, CallInfo, Redactor, Secret, Tool, ToolResult, secret_json
 from seamkit.plugins import current_trace_headers, secret_texts
 
 from ._config import Argument, NatsAuth, NatsTls, ServiceDescriptor, parameters_schema
@@ -181,16 +181,17 @@ def _started(guard: AsyncGenerator[None, None]) -> AsyncGenerator[None, None]:
     raise RuntimeError("the guard awaited before its first yield")  # pragma: no cover
 
 
-def _failed(error: ToolServiceError | tuple[str, str], secrets: Sequence[str]) -> ToolResult:
+def _failed(error: ToolServiceError | tuple[str, str], secrets: Redactor) -> ToolResult:
     kind, message = (
         (error.error_type, error.message) if isinstance(error, ToolServiceError) else error
     )
     return ToolResult.error(_scrub(f"Error: {kind}: {message}", secrets))
 
 
-def _scrub(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret the call sent masked (a service may echo one)."""
-    return redact(text, secrets) if secrets else text
+def _scrub(text: str, secrets: Redactor) -> str:
+    """``text`` with every secret the call sent masked (a service may echo
+    one); ``secrets`` is built once per tool, not per reply."""
+    return secrets(text) if secrets else text
 
 
 async def _next_reply(replies: Replies, call: Call, transport: Transport) -> Reply:
@@ -228,7 +229,7 @@ async def _stream(
     replies: Replies,
     call: Call,
     transport: Transport,
-    secrets: Sequence[str],
+    secrets: Redactor,
 ) -> AsyncIterator[str | ToolResult]:
     """The chunks of a streamed reply, ending in an error result if one comes."""
     try:
@@ -277,6 +278,7 @@ def service_tool(
     `seamkit.CallInfo`)."""
     config_text = _dumps_revealed(dict(config))
     config_secrets = tuple(secret_texts(config)) + _service_secrets(service)
+    masker = Redactor(config_secrets)  # built once: a reply is masked, never the forms made again
     total = (
         service.timeout_seconds
         if timeout_seconds is None
@@ -289,7 +291,7 @@ def service_tool(
         user = ctx.get(USER_PROPERTY, "")
         if isinstance(user, Secret):
             user = user.get_secret_value()
-        secrets = config_secrets + ctx.secret_texts
+        secrets = masker.extend(ctx.secret_texts)
         # random, not a counter: no service that saw one call's id can guess another's
         call_id = token_hex(16)
         about = ServiceCall(info.call_id, info.idempotency_key, info.attempt)

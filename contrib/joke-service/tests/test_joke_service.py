@@ -133,3 +133,46 @@ def test_without_the_service_the_model_sees_a_clear_error() -> None:
     assert run.returncode == 0, run.stderr
     assert "✗ tell-joke" in run.stderr
     assert "Error: Unavailable: cannot reach tool service 'joke-service'" in run.stderr
+
+
+# --- secured ------------------------------------------------------------------------
+
+TOKEN = "joke-token-canary-5e1f"
+
+
+def test_behind_a_bearer_token_the_app_with_the_token_tells_the_joke(tmp_path: Path) -> None:
+    env = {"JOKE_TOKEN": TOKEN}
+    with ServiceProcess.http(
+        "joke_service:JokeService", tmp_path, "--token-env", "jokes=JOKE_TOKEN", env=env
+    ) as service:
+        told = run_app("app-secure.yaml", {"JOKE_SERVICE_URL": service.url, **env})
+        assert_told_the_joke(told)
+        refused = run_app(
+            "app-secure.yaml", {"JOKE_SERVICE_URL": service.url, "JOKE_TOKEN": "wrong"}
+        )
+        assert "✗ tell-joke" in refused.stderr and "401" in refused.stderr
+        log = service.output()
+    assert "[tokens: jokes]" in log
+    for text in (told.stdout, told.stderr, refused.stdout, refused.stderr, log):
+        assert TOKEN not in text
+
+
+def test_on_a_nats_server_with_a_token_the_app_discovers_and_tells_the_joke(
+    tmp_path: Path,
+) -> None:
+    with NatsServer.start(tmp_path, token=TOKEN) as server:
+        env = {"NATS_TOKEN": TOKEN}
+        with ServiceProcess.nats(
+            "joke_service:JokeService",
+            tmp_path,
+            "--nats-token-env",
+            "NATS_TOKEN",
+            servers=server.url,
+            subject="tools.joke-service",
+            env=env,
+        ) as service:
+            told = run_app("app-nats-secure.yaml", {"NATS_URL": server.url, **env})
+            assert_told_the_joke(told)
+            log = service.output()
+    for text in (told.stdout, told.stderr, log):
+        assert TOKEN not in text

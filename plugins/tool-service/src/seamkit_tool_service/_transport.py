@@ -35,8 +35,8 @@ its service's ``max_reply_bytes``."""
 def too_much(service: ServiceDescriptor, limit: str, value: float) -> ToolServiceError:
     """The error of a call whose replies passed the service's ``limit``."""
     what = {
-        "max_reply_bytes": "more than max_reply_bytes={:g} bytes",
-        "max_stream_chunks": "more than max_stream_chunks={:g} messages",
+        "max_reply_bytes": "more than max_reply_bytes={} bytes",
+        "max_stream_chunks": "more than max_stream_chunks={} messages",
         "max_stream_seconds": "for more than max_stream_seconds={:g}s",
     }[limit].format(value)
     verb = "streamed" if limit == "max_stream_seconds" else "sent"

@@ -155,10 +155,11 @@ def test_too_many_chunks_is_a_bad_reply(
     )
     result = call({**descriptor, "max_stream_chunks": 3}, {"size": 10, "chunks": 10})
     assert result.content.endswith(
-        "Error: BadReply: tool service 'flood' sent more than max_stream_chunks=3 messages; "
+        "Error: BadReply: tool service 'flood' sent more than max_stream_chunks=3 chunks; "
         "the call was ended"
     ), result.content
-    fits = call({**descriptor, "max_stream_chunks": 5}, {"size": 1, "chunks": 3})
+    # three chunks, and the message that ends the stream
+    fits = call({**descriptor, "max_stream_chunks": 3}, {"size": 1, "chunks": 3})
     assert (fits.content, fits.is_error) == ("xxx", False)
 
 

@@ -350,8 +350,8 @@ class ServiceDescriptor(BaseModel):
     max_stream_chunks: int | None = Field(
         default=None,
         gt=0,
-        description="The most messages a streamed reply may have (default: no limit but "
-        "max_reply_bytes); past it the call ends with BadReply.",
+        description="The most chunks a streamed reply may have, the message that ends it "
+        "aside (default: no limit but max_reply_bytes); past it the call ends with BadReply.",
     )
     max_stream_seconds: float | None = Field(
         default=None,

@@ -220,11 +220,16 @@ class _Budget:
             except TimeoutError:
                 seconds = service.max_stream_seconds or 0.0
                 raise too_much(service, "max_stream_seconds", seconds) from None
-        self.chunks += 1
-        limit = service.max_stream_chunks
-        if limit is not None and self.chunks > limit:
-            raise too_much(service, "max_stream_chunks", limit)
         return data
+
+    def count(self, *, last: bool) -> None:
+        """Count one message (``last``: the one that ends the stream, which
+        may come past ``max_stream_chunks``). Raises `ToolServiceError`
+        (``BadReply``) past it."""
+        self.chunks += 1
+        limit = self.service.max_stream_chunks
+        if limit is not None and self.chunks > limit + last:
+            raise too_much(self.service, "max_stream_chunks", limit)
 
 
 async def _next_reply(replies: Replies, call: Call, transport: Transport, budget: _Budget) -> Reply:
@@ -251,7 +256,9 @@ async def _next_reply(replies: Replies, call: Call, transport: Transport, budget
                 f"tool service '{call.service.id}' sent a malformed reply: {exc.message}",
                 service=call.service.id,
             ) from None
-        if reply.id == call.call_id:
+        own = reply.id == call.call_id
+        budget.count(last=own and (reply.end_of_stream or reply.error is not None))
+        if own:
             return reply
         strays += 1
         transport.dropped.stray += 1

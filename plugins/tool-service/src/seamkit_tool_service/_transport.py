@@ -36,7 +36,7 @@ def too_much(service: ServiceDescriptor, limit: str, value: float) -> ToolServic
     """The error of a call whose replies passed the service's ``limit``."""
     what = {
         "max_reply_bytes": "more than max_reply_bytes={} bytes",
-        "max_stream_chunks": "more than max_stream_chunks={} messages",
+        "max_stream_chunks": "more than max_stream_chunks={} chunks",
         "max_stream_seconds": "for more than max_stream_seconds={:g}s",
     }[limit].format(value)
     verb = "streamed" if limit == "max_stream_seconds" else "sent"

@@ -224,6 +224,8 @@ def test_replies_for_other_ids_stay_dropped_and_counted_past_the_limit(nats_url:
     result, dropped = asyncio.run(go())
     assert result.is_error and "max_reply_bytes=1000" in result.content, result.content
     assert dropped["stray"] == 2
+    # the 20 chunks: those past the limit (and those queued then) dropped, all counted
+    assert dropped["duplicate"] >= 20 - 1000 // 100, dropped
 
 
 # --- the HTTP service's own limits -----------------------------------------------

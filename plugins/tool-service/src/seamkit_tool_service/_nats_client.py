@@ -323,7 +323,9 @@ class NatsTransport:
         token = self._calls.pop(call_id, None)
         inbox = None if token is None else self._inboxes.pop(token, None)
         if token is not None and inbox is not None:
-            self.dropped.duplicate += len(inbox)
+            # and those dropped past max_reply_bytes (not the OVERFLOW in their place)
+            waiting = len(inbox) - (1 if inbox.overflowed and len(inbox) else 0)
+            self.dropped.duplicate += waiting + inbox.overflowed
             self.dropped.ended(token)
 
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:

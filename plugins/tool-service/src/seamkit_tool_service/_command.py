@@ -20,7 +20,12 @@ from seamkit.plugins import listening_socket
 
 from ._http_auth import TOKENS_ENV, mask_urls
 from ._http_serve_auth import HttpServerAuth
-from ._http_server import CLIENT_CERTS_ENV, load_service
+from ._http_server import (
+    CLIENT_CERTS_ENV,
+    MAX_REQUEST_BYTES,
+    MAX_REQUEST_BYTES_ENV,
+    load_service,
+)
 
 if TYPE_CHECKING:
     from ._config import NatsAuth, NatsTls
@@ -189,6 +194,7 @@ def _serve_http(
     workers: int,
     drain: float,
     options: HttpServerAuth | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
 ) -> None:
     auth = options or HttpServerAuth()
     sock = listening_socket(host, port)
@@ -198,6 +204,7 @@ def _serve_http(
     os.environ["SEAMKIT_TOOL_SERVICE_URL"] = url
     os.environ[TOKENS_ENV] = ",".join(f"{i}={v}" for i, v in auth.tokens)
     os.environ[CLIENT_CERTS_ENV] = "1" if auth.ca_certs else ""
+    os.environ[MAX_REQUEST_BYTES_ENV] = str(max_request_bytes)
     banner = f"seamkit tool-service: {spec} on {url} ({workers} worker(s)){auth.banner()}"
     click.echo(mask_urls(banner), err=True)
     import uvicorn  # lazy: only serving over HTTP needs it
@@ -295,6 +302,12 @@ def _serve_http(
     type=click.Path(dir_okay=False),
     help="http: require client certificates signed by these CAs (the subject is the caller).",
 )
+@click.option(
+    "--max-request-bytes",
+    type=click.IntRange(1),
+    help=f"http: the largest request body (default {MAX_REQUEST_BYTES}); a larger one gets "
+    "413 and an error envelope.",
+)
 def serve(
     spec: str,
     transport: str,
@@ -317,6 +330,7 @@ def serve(
     certfile: str | None = None,
     keyfile: str | None = None,
     ca_certs: str | None = None,
+    max_request_bytes: int | None = None,
 ) -> None:
     """Serve the DynamicToolService MODULE:CLASS."""
     sys.path.insert(0, os.getcwd())  # module:Class of the directory it runs in
@@ -336,6 +350,7 @@ def serve(
         "--certfile": certfile,
         "--keyfile": keyfile,
         "--ca-certs": ca_certs,
+        "--max-request-bytes": max_request_bytes,
     }
     other = http_flags if transport == "nats" else nats_flags
     if given := [flag for flag, value in other.items() if value is not None]:
@@ -343,7 +358,7 @@ def serve(
             f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not for "
             f"--transport {transport}",
             hint="--nats-* and --tls-* are for --transport nats; --token-env, --certfile, "
-            "--keyfile and --ca-certs for --transport http",
+            "--keyfile, --ca-certs and --max-request-bytes for --transport http",
         )
     if transport == "nats":
         urls = [s.strip() for s in servers.split(",") if s.strip()]
@@ -371,4 +386,5 @@ def serve(
     else:
         _service_or_fail(spec, transport, None, f"http://{host}:{port}/")
         auth = HttpServerAuth.from_options(host, token_env, certfile, keyfile, ca_certs)
-        _serve_http(spec, host, port, workers, drain_seconds, auth)
+        limit = MAX_REQUEST_BYTES if max_request_bytes is None else max_request_bytes
+        _serve_http(spec, host, port, workers, drain_seconds, auth, limit)

@@ -341,6 +341,24 @@ class ServiceDescriptor(BaseModel):
         gt=0,
         description="Longest wait for each message of a streamed reply (default: the deadline).",
     )
+    max_reply_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="The most bytes one call's replies may take, all messages together "
+        "(default 4 MiB); past it the call ends with BadReply.",
+    )
+    max_stream_chunks: int | None = Field(
+        default=None,
+        gt=0,
+        description="The most chunks a streamed reply may have, the message that ends it "
+        "aside (default: no limit but max_reply_bytes); past it the call ends with BadReply.",
+    )
+    max_stream_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="The longest a reply may stream (default: the deadline); past it the "
+        "call ends with BadReply.",
+    )
     description: str = Field(default="", description="What the service is for.")
     tools: list[ServedTool] = Field(
         default_factory=list,

@@ -128,6 +128,8 @@ def _object(data: bytes | str, what: str) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as exc:
         preview = bytes(data[:60]) if isinstance(data, bytes) else data[:60].encode()
         raise EnvelopeError(f"the {what} is not JSON ({exc}): {preview!r}") from None
+    except RecursionError:
+        raise EnvelopeError(f"the {what} is nested too deeply") from None
     if not isinstance(value, dict):
         raise EnvelopeError(f"the {what} is a JSON {type(value).__name__}, not an object")
     return value
@@ -163,8 +165,28 @@ def decode_reply(data: bytes | str) -> Reply:
     return Reply(call_id, response, problem, bool(envelope.get("end_of_stream", True)))
 
 
+MAX_DEPTH = 64
+"""How deeply a request's config and arguments may nest (objects and arrays)."""
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` nests (a scalar: 0), without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def decode_request(data: bytes | str) -> Request:
-    """The request in ``data``. Raises `EnvelopeError` when it is malformed."""
+    """The request in ``data``. Raises `EnvelopeError` when it is malformed
+    (config or arguments nested deeper than `MAX_DEPTH` among it)."""
     envelope = _object(data, "request")
     call_id = _text(envelope, "id", "request")
     user = _text(envelope, "user", "request", default="")
@@ -172,6 +194,8 @@ def decode_request(data: bytes | str) -> Request:
     for field in ("config", "arguments"):
         text = _text(envelope, field, "request", default="{}")
         value = _object(text, f"request's '{field}'") if text else {}
+        if _depth(value) > MAX_DEPTH:
+            raise EnvelopeError(f"the request's '{field}' nests deeper than {MAX_DEPTH} levels")
         parts.append(value)
     attempt = envelope.get("attempt", 1)
     if type(attempt) is not int or attempt < 1:

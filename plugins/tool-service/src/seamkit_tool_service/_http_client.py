@@ -14,7 +14,7 @@ from ._config import HttpTls, ServiceDescriptor
 from ._envelope import decode_reply
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_auth import mask_urls
-from ._transport import Call, Dropped, Replies
+from ._transport import Call, Dropped, Replies, too_much
 
 __all__ = ["HttpTransport"]
 
@@ -77,7 +77,7 @@ class HttpTransport:
                 )
                 try:
                     if response.status_code >= 400:
-                        body = _problem((await response.aread())[:500])
+                        body = _problem(await _start(response, 500))
                         refused = response.status_code in (401, 403)
                         raise ToolServiceError(
                             "Unauthorized" if refused else "Unavailable",
@@ -89,12 +89,9 @@ class HttpTransport:
                             if refused
                             else None,
                         )
-                    if response.headers.get("content-type", "").startswith(_NDJSON):
-                        async for line in response.aiter_lines():
-                            if line.strip():
-                                yield line.encode()
-                    else:
-                        yield await response.aread()
+                    lines = response.headers.get("content-type", "").startswith(_NDJSON)
+                    async for message in _bounded(response, service, lines=lines):
+                        yield message
                 finally:
                     await response.aclose()
         except TimeoutError:
@@ -114,6 +111,42 @@ class HttpTransport:
         """Close the pooled connections (idempotent)."""
         for client in (self._client, *self._clients.values()):
             await client.aclose()
+
+
+async def _start(response: httpx.Response, size: int) -> bytes:
+    """The first ``size`` bytes of the body (the rest is not read)."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= size:
+            break
+    return bytes(body[:size])
+
+
+async def _bounded(
+    response: httpx.Response, service: ServiceDescriptor, *, lines: bool
+) -> AsyncGenerator[bytes, None]:
+    """The body's messages, each line of it (``lines``) or the whole body;
+    raises `ToolServiceError` (``BadReply``) as soon as the body passes the
+    service's ``max_reply_bytes``: no more of it is read than that and one
+    chunk."""
+    limit = service.max_reply_bytes
+    received = 0
+    pending = bytearray()
+    async for chunk in response.aiter_bytes():
+        received += len(chunk)
+        if received > limit:
+            del pending[:]
+            raise too_much(service, "max_reply_bytes", limit)
+        pending += chunk
+        if lines and b"\n" in chunk:
+            *complete, rest = bytes(pending).split(b"\n")
+            pending[:] = rest
+            for line in complete:
+                if line.strip():
+                    yield line
+    if not lines or pending.strip():
+        yield bytes(pending)
 
 
 class _AsGiven(httpx.Auth):

@@ -21,11 +21,20 @@ from ._envelope import encode_reply
 from ._http_auth import TOKENS_ENV, check_token, read_tokens, token_specs
 from ._service import DynamicToolService, _id_of
 
-__all__ = ["PEER_SUBJECT", "ServiceApp", "app_from_env", "load_service"]
+__all__ = [
+    "MAX_REQUEST_BYTES",
+    "PEER_SUBJECT",
+    "ServiceApp",
+    "app_from_env",
+    "load_service",
+]
 
 PEER_SUBJECT = "seamkit.peer_subject"
 """The scope key of the verified client certificate's subject."""
 CLIENT_CERTS_ENV = "SEAMKIT_TOOL_SERVICE_CLIENT_CERTS"
+MAX_REQUEST_BYTES_ENV = "SEAMKIT_TOOL_SERVICE_MAX_REQUEST_BYTES"
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+"""The largest request body served by default (``--max-request-bytes``)."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -62,8 +71,10 @@ class ServiceApp:
         url: str = "",
         tokens: Mapping[str, bytes] | None = None,
         client_certs: bool = False,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         self.service = service
+        self.max_request_bytes = max_request_bytes
         self.url = url
         self.tokens = dict(tokens or {})
         self.client_certs = client_certs
@@ -107,7 +118,7 @@ class ServiceApp:
             return
         allowed, caller = self._caller(scope)
         if not allowed:
-            body = await _body(receive) if method == "POST" else b""
+            body = await _body(receive, self.max_request_bytes) if method == "POST" else b""
             problem = "this service requires a valid 'Authorization: Bearer' token"
             await send(
                 {
@@ -116,13 +127,17 @@ class ServiceApp:
                     "headers": [*_JSON, (b"www-authenticate", b"Bearer")],
                 }
             )
-            reply = encode_reply(_id_of(body), error=("Unauthorized", problem))
+            reply = encode_reply(_id_of(body or b""), error=("Unauthorized", problem))
             await send({"type": "http.response.body", "body": reply})
         elif method == "GET" and path == "/descriptor":
             descriptor = self.service.descriptor("http", url=self.url or "http://127.0.0.1/")
             await _answer(send, 200, descriptor.model_dump_json().encode())
         elif method == "POST":
-            body = await _body(receive)
+            body = await _body(receive, self.max_request_bytes)
+            if body is None:
+                problem = f"the request is larger than {self.max_request_bytes} bytes"
+                await _answer(send, 413, encode_reply("", error=("BadRequest", problem)))
+                return
             headers = {
                 k.decode("latin-1"): v.decode("latin-1")
                 for k, v in scope["headers"]
@@ -143,11 +158,15 @@ class ServiceApp:
             await _answer(send, 405, b'{"error":"POST a request envelope to /"}')
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    """The request's body; None once it passes ``limit`` bytes (the rest is
+    not read)."""
     body = bytearray()
     while True:
         message = await receive()
         body += message.get("body", b"")
+        if len(body) > limit:
+            return None
         if not message.get("more_body"):
             return bytes(body)
 
@@ -167,4 +186,5 @@ def app_from_env() -> ServiceApp:
         url=os.environ.get("SEAMKIT_TOOL_SERVICE_URL", ""),
         tokens=read_tokens(token_specs(specs)),
         client_certs=os.environ.get(CLIENT_CERTS_ENV) == "1",
+        max_request_bytes=int(os.environ.get(MAX_REQUEST_BYTES_ENV) or MAX_REQUEST_BYTES),
     )

@@ -22,7 +22,7 @@ from seamkit.plugins import secret_texts
 
 from ._errors import ToolServiceError
 from ._http_auth import mask_urls
-from ._transport import NO_RESPONDERS, Call, Dropped, Inbox, Replies
+from ._transport import NO_RESPONDERS, OVERFLOW, Call, Dropped, Inbox, Replies, too_much
 
 if TYPE_CHECKING:
     import ssl
@@ -303,7 +303,7 @@ class NatsTransport:
         # a reply subject of its own, random, unrelated to the call's id or
         # to any other call's subject: no one who saw one can make another
         token = secrets.token_hex(16)
-        inbox = self._inboxes[token] = Inbox()
+        inbox = self._inboxes[token] = Inbox(call.service.max_reply_bytes)
         self._calls[call.call_id] = token
         headers = dict(call.headers) if call.headers else None
         try:
@@ -324,7 +324,9 @@ class NatsTransport:
         token = self._calls.pop(call_id, None)
         inbox = None if token is None else self._inboxes.pop(token, None)
         if token is not None and inbox is not None:
-            self.dropped.duplicate += len(inbox)
+            # and those dropped past max_reply_bytes (not the OVERFLOW in their place)
+            waiting = len(inbox) - (1 if inbox.overflowed and len(inbox) else 0)
+            self.dropped.duplicate += waiting + inbox.overflowed
             self.dropped.ended(token)
 
     async def gather(self, subject: str, *, wait: float, quiet: float) -> list[bytes]:
@@ -394,6 +396,10 @@ class _NatsReplies:
             data = await self._inbox.get(wait)
         except TimeoutError:
             raise call.timed_out(overall=remaining <= call.message_timeout) from None
+        if data is OVERFLOW:
+            await self.aclose()  # what comes after it is dropped as this call's duplicates
+            service = call.service
+            raise too_much(service, "max_reply_bytes", service.max_reply_bytes)
         if data is NO_RESPONDERS:
             service, subject = call.service, call.service.subject
             raise ToolServiceError(

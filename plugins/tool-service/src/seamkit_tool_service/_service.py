@@ -158,7 +158,7 @@ def _id_of(data: bytes) -> str:
     """The ``id`` of a request that is otherwise malformed, when it has one."""
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     found = value.get("id") if isinstance(value, dict) else None
     return found if isinstance(found, str) else ""

@@ -28,7 +28,7 @@ from ._envelope import Reply, ServiceCall, decode_reply, encode_request
 from ._errors import EnvelopeError, ToolServiceError
 from ._http_client import HttpTransport
 from ._nats_client import NatsTransport
-from ._transport import Call, Dropped, Replies, Transport
+from ._transport import Call, Dropped, Replies, Transport, too_much
 
 __all__ = ["USER_PROPERTY", "Connections", "service_tool"]
 
@@ -194,12 +194,51 @@ def _scrub(text: str, secrets: Redactor) -> str:
     return secrets(text) if secrets else text
 
 
-async def _next_reply(replies: Replies, call: Call, transport: Transport) -> Reply:
+class _Budget:
+    """What one call's replies may still take: messages (``max_stream_chunks``)
+    and time (``max_stream_seconds``, from the call's start). The bytes
+    (``max_reply_bytes``) are counted by the transport, which must stop
+    reading past them."""
+
+    __slots__ = ("chunks", "end", "service")
+
+    def __init__(self, service: ServiceDescriptor, started: float) -> None:
+        self.service = service
+        self.chunks = 0
+        seconds = service.max_stream_seconds
+        self.end = None if seconds is None else started + seconds
+
+    async def next(self, replies: Replies) -> bytes:
+        """The next message of ``replies``, within the budget. Raises
+        `ToolServiceError` (``BadReply``) past it."""
+        service = self.service
+        if self.end is None:
+            data = await anext(replies)
+        else:
+            try:
+                async with asyncio.timeout_at(self.end):
+                    data = await anext(replies)
+            except TimeoutError:
+                seconds = service.max_stream_seconds or 0.0
+                raise too_much(service, "max_stream_seconds", seconds) from None
+        return data
+
+    def count(self, *, last: bool) -> None:
+        """Count one message (``last``: the one that ends the stream, which
+        may come past ``max_stream_chunks``). Raises `ToolServiceError`
+        (``BadReply``) past it."""
+        self.chunks += 1
+        limit = self.service.max_stream_chunks
+        if limit is not None and self.chunks > limit + last:
+            raise too_much(self.service, "max_stream_chunks", limit)
+
+
+async def _next_reply(replies: Replies, call: Call, transport: Transport, budget: _Budget) -> Reply:
     """The next reply that is this call's (others are dropped and counted)."""
     strays = 0
     while True:
         try:
-            data = await anext(replies)
+            data = await budget.next(replies)
         except StopAsyncIteration:
             raise ToolServiceError(
                 "BadReply",
@@ -218,7 +257,9 @@ async def _next_reply(replies: Replies, call: Call, transport: Transport) -> Rep
                 f"tool service '{call.service.id}' sent a malformed reply: {exc.message}",
                 service=call.service.id,
             ) from None
-        if reply.id == call.call_id:
+        own = reply.id == call.call_id
+        budget.count(last=own and (reply.end_of_stream or reply.error is not None))
+        if own:
             return reply
         strays += 1
         transport.dropped.stray += 1
@@ -229,6 +270,7 @@ async def _stream(
     replies: Replies,
     call: Call,
     transport: Transport,
+    budget: _Budget,
     secrets: Redactor,
 ) -> AsyncIterator[str | ToolResult]:
     """The chunks of a streamed reply, ending in an error result if one comes."""
@@ -237,7 +279,7 @@ async def _stream(
             yield _scrub(first.response, secrets)
         while True:
             try:
-                reply = await _next_reply(replies, call, transport)
+                reply = await _next_reply(replies, call, transport, budget)
             except ToolServiceError as exc:
                 yield _failed(exc, secrets)
                 return
@@ -307,12 +349,13 @@ def service_tool(
             total,
             message_timeout,
         )
+        budget = _Budget(service, started)
         try:
             replies = await transport.exchange(request)
         except ToolServiceError as exc:
             return _failed(exc, secrets)
         try:
-            first = await _next_reply(replies, request, transport)
+            first = await _next_reply(replies, request, transport, budget)
         except ToolServiceError as exc:
             await replies.aclose()
             return _failed(exc, secrets)
@@ -326,6 +369,6 @@ def service_tool(
             if first.error is not None:
                 return _failed(first.error, secrets)
             return _scrub(first.response, secrets)
-        return _stream(first, replies, request, transport, secrets)
+        return _stream(first, replies, request, transport, budget, secrets)
 
     return Tool.from_schema(name, description, parameters_schema(arguments), call)

@@ -13,10 +13,39 @@ from typing import Protocol
 from ._config import ServiceDescriptor
 from ._errors import ToolServiceError
 
-__all__ = ["NO_RESPONDERS", "Call", "Dropped", "Inbox", "Replies", "Transport", "timed_out"]
+__all__ = [
+    "NO_RESPONDERS",
+    "OVERFLOW",
+    "Call",
+    "Dropped",
+    "Inbox",
+    "Replies",
+    "Transport",
+    "timed_out",
+    "too_much",
+]
 
 NO_RESPONDERS = b"\x00no-responders"
 """Put into an inbox when NATS says no worker listens on the subject."""
+OVERFLOW = b"\x00overflow"
+"""Put into an inbox (instead of what it held) when a call's replies pass
+its service's ``max_reply_bytes``."""
+
+
+def too_much(service: ServiceDescriptor, limit: str, value: float) -> ToolServiceError:
+    """The error of a call whose replies passed the service's ``limit``."""
+    what = {
+        "max_reply_bytes": "more than max_reply_bytes={} bytes",
+        "max_stream_chunks": "more than max_stream_chunks={} chunks",
+        "max_stream_seconds": "for more than max_stream_seconds={:g}s",
+    }[limit].format(value)
+    verb = "streamed" if limit == "max_stream_seconds" else "sent"
+    return ToolServiceError(
+        "BadReply",
+        f"tool service '{service.id}' {verb} {what}; the call was ended",
+        service=service.id,
+        hint=f"raise {limit} of the service if its replies are meant to be that large",
+    )
 
 
 @dataclass(slots=True)
@@ -66,16 +95,32 @@ class Dropped:
 
 
 class Inbox:
-    """The replies of one call, in order, with a wait that times out."""
+    """The replies of one call, in order, with a wait that times out.
 
-    __slots__ = ("_items", "_waiter")
+    With a ``limit``, the bytes it takes are bounded: once the replies put
+    into it pass ``limit`` bytes (all together), what it holds is dropped for
+    one `OVERFLOW`, and so is every reply after it."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_items", "_limit", "_received", "_waiter", "overflowed")
+
+    def __init__(self, limit: int | None = None) -> None:
         self._items: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._limit = limit
+        self._received = 0
+        self.overflowed = 0
+        """How many replies were dropped because the limit was passed."""
 
     def put(self, item: bytes) -> None:
         """Deliver one reply (called by the transport's receiver)."""
+        if self.overflowed:
+            self.overflowed += 1
+            return
+        self._received += len(item)
+        if self._limit is not None and self._received > self._limit:
+            self.overflowed = len(self._items) + 1
+            self._items.clear()
+            item = OVERFLOW
         self._items.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():

@@ -33,7 +33,10 @@ from seamkit_tool_service import ServiceDescriptor
 from seamkit_tool_service._http_auth import check_token, mask_urls, token_specs
 
 from tests.conftest import free_port
+from tests.plugins.otel_helpers import Exported, exported
 from tests.plugins.tool_services import SEAMKIT, ServiceProcess, app, results, tool
+
+__all__ = ["exported"]  # the fixture, for pytest
 
 WHOAMI = "tests.plugins.services.http_auth:Whoami"
 TOKEN_1 = "tok-agent-one-canary-3f9d0c"
@@ -470,3 +473,38 @@ def test_every_worker_checks_the_tokens(tokens: None, tmp_path: Path) -> None:
                 timeout=5,
             )
             assert json.loads(good.json()["response"])["caller"] == "agent-1"
+
+
+def test_credentials_are_in_no_span_and_no_session_row(
+    token_service: Served,
+    monkeypatch: pytest.MonkeyPatch,
+    exported: Exported,
+    tmp_path: Path,
+) -> None:
+    """A bearer token, a secret header and a password in the URL: traced
+    with content capture on, kept in a session: no span, metric, log record
+    or byte of the store holds any of them."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    monkeypatch.setenv("TOKEN", TOKEN_1)
+    monkeypatch.setenv("HEADER", TOKEN_2)
+    url = token_service.url.replace("http://", f"http://ann:{TOKEN_2}@")
+    descriptor = whoami(
+        url, auth={"bearer": "${secret:TOKEN}"}, headers={"X-Key": "${secret:HEADER}"}
+    )
+    manifest = app([descriptor], [tool("who", "whoami")])
+    model = ScriptedModel(
+        [{"tool_calls": [{"id": "c1", "name": "who", "arguments": "{}"}]}, {"text": "done"}]
+    )
+    store = seamkit.SQLiteSessionStore(tmp_path / "sessions.sqlite")
+
+    async def go() -> seamkit.RunResult:
+        async with await seamkit.Agent.load(manifest, model=model) as agent:
+            return await agent.run("hi", context={"user": "ann"}, session="s", store=store)
+
+    result = asyncio.run(go())
+    assert json.loads(results(result)["c1"])["caller"] == "agent-1"
+    assert exported.named("execute_tool"), "no tool span was exported"
+    stored = "".join(
+        p.read_bytes().decode("latin-1") for p in tmp_path.iterdir() if p.name.startswith("sess")
+    )
+    assert_no_canary(exported.everything(), stored, result.model_dump_json())

@@ -713,3 +713,29 @@ def test_a_password_in_a_servers_url_is_masked_in_the_error(
     assert result.startswith("Error: Unavailable: cannot reach NATS at nats://***@"), result
     for text in (result, transcript, caplog.text):
         assert f"{CANARY}-plain" not in text
+
+
+def test_a_secret_in_a_servers_url_connects_and_never_shows(
+    server_with: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    """``servers`` takes ``${secret:...}`` where a URL holds a credential:
+    it connects with it, and a wrong one is refused without showing it."""
+    server = server_with(
+        f'authorization {{ users = [ {{ user: ann, password: "{CANARY}-right" }} ] }}'
+    )
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("PASSWORD", f"{CANARY}-right")
+    monkeypatch.setenv("WRONG", f"{CANARY}-wrong")
+    monkeypatch.setenv("SERVER_URL", server.url.replace("nats://", f"nats://ann:{CANARY}-right@"))
+    with serve(server.url, tmp_path, ["--nats-user", "ann", "--nats-password-env", "PASSWORD"]):
+        secret_url = manifest("${secret:SERVER_URL}")
+        result, transcript = run_echo(secret_url)
+        assert json.loads(result)["arguments"] == {"text": "hi"}
+        monkeypatch.setenv(
+            "SERVER_URL", server.url.replace("nats://", f"nats://ann:{CANARY}-wrong@")
+        )
+        result, transcript = run_echo(manifest("${secret:SERVER_URL}"))
+        assert_refused_call(result, transcript, caplog.text)

@@ -45,6 +45,7 @@ __all__ = [
     "ToolServiceConfig",
     "ToolServicesConfig",
     "check_config",
+    "plain_urls",
     "check_tool",
     "parameters_schema",
 ]
@@ -57,6 +58,12 @@ RESERVED_FIELDS = frozenset(
 may not be named like one."""
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def plain_urls(urls: Sequence[str | Secret[str]]) -> list[str]:
+    """``urls`` as connected to, a ``${secret:...}`` one revealed: never
+    show them (`mask_urls`)."""
+    return [u.get_secret_value() if isinstance(u, Secret) else u for u in urls]
 
 ArgumentType = Literal["string", "number", "integer", "boolean", "object", "array"]
 
@@ -324,8 +331,10 @@ class ServiceDescriptor(BaseModel):
         default=None,
         description="http: the URL requests are POSTed to (a ${secret:...} in its userinfo).",
     )
-    servers: list[str] = Field(
-        default_factory=list, description="nats: the NATS servers, e.g. nats://127.0.0.1:4222."
+    servers: list[str | Secret[str]] = Field(
+        default_factory=list,
+        description="nats: the NATS servers, e.g. nats://127.0.0.1:4222 (a ${secret:...} in "
+        "a URL's userinfo; prefer auth).",
     )
     subject: str | None = Field(
         default=None, description="nats: the subject the service's workers listen on."
@@ -435,15 +444,16 @@ class ServiceDescriptor(BaseModel):
                         None,
                     )
                 )
-            for index, server in enumerate(self.servers):
+            for index, server in enumerate(self.server_urls):
                 if not server.startswith(("nats://", "tls://", "ws://", "wss://")):
+                    shown = mask_urls(server)
                     issues.append(
                         (
                             ("servers", index),
                             "bad_url",
-                            f"server '{server}' is not a NATS URL",
+                            f"server '{shown}' is not a NATS URL",
                             "e.g. nats://127.0.0.1:4222",
-                            server,
+                            shown,
                         )
                     )
         seen: set[str] = set()
@@ -503,6 +513,12 @@ class ServiceDescriptor(BaseModel):
             raise
         _raise_all("ServiceDescriptor", carried, [])
         return result
+
+    @property
+    def server_urls(self) -> list[str]:
+        """The NATS servers as connected to (a secret in a URL revealed):
+        never show them (`mask_urls`)."""
+        return plain_urls(self.servers)
 
     @property
     def url_text(self) -> str:
@@ -635,7 +651,7 @@ class ToolServicesConfig(BaseModel):
             value = DiscoverRules.model_validate(value)
         return handler(value)
 
-    servers: list[str] = Field(
+    servers: list[str | Secret[str]] = Field(
         default_factory=list,
         description="NATS servers to discover on (default: those of the nats services listed).",
     )
@@ -718,10 +734,10 @@ class ToolServicesConfig(BaseModel):
         """The NATS servers discovery asks: ``servers``, else those of the
         nats services listed."""
         if self.servers:
-            return list(self.servers)
+            return plain_urls(self.servers)
         out: list[str] = []
         for service in self.services:
-            out.extend(s for s in service.servers if s not in out)
+            out.extend(s for s in service.server_urls if s not in out)
         return out
 
 

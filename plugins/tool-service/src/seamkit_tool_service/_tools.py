@@ -68,7 +68,7 @@ class Connections:
         share a connection)."""
         if service.transport != "nats":
             return ("http",)
-        return ("nats", tuple(service.servers), service.auth, service.tls)
+        return ("nats", tuple(service.server_urls), service.auth, service.tls)
 
     def get(self, key: tuple[Any, ...]) -> Transport:
         """The transport ``key`` names, for the running loop."""

@@ -41,7 +41,10 @@ from seamkit_tool_service._config import NatsAuth, NatsTls
 from seamkit_tool_service._kind import _CONNECTIONS
 from seamkit_tool_service._nats_client import NatsTransport
 
+from tests.plugins.otel_helpers import Exported, exported
 from tests.plugins.tool_services import ROOT, SEAMKIT, ServiceProcess, app, results, tool
+
+__all__ = ["exported"]  # the fixture, for pytest
 
 if TYPE_CHECKING:
     from tests.plugins.nats_server import NatsServer
@@ -739,3 +742,38 @@ def test_a_secret_in_a_servers_url_connects_and_never_shows(
         )
         result, transcript = run_echo(manifest("${secret:SERVER_URL}"))
         assert_refused_call(result, transcript, caplog.text)
+
+
+def test_nats_credentials_are_in_no_span_and_no_session_row(
+    server_with: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    exported: Exported,
+    tmp_path: Path,
+) -> None:
+    """A token, traced with content capture on and kept in a session: no
+    span, metric, log record or byte of the store holds it."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    monkeypatch.setenv("TOKEN", f"{CANARY}-right")
+    server = server_with(f'authorization {{ token: "{CANARY}-right" }}')
+    store = seamkit.SQLiteSessionStore(tmp_path / "sessions.sqlite")
+    model = ScriptedModel(
+        [
+            {"tool_calls": [{"id": "c1", "name": "echo", "arguments": '{"text": "hi"}'}]},
+            {"text": "done"},
+        ]
+    )
+
+    async def go() -> seamkit.RunResult:
+        loaded = manifest(server.url, auth={"token": "${secret:TOKEN}"})
+        async with await seamkit.Agent.load(loaded, model=model) as agent:
+            return await agent.run("hi", context={"user": "ann"}, session="s", store=store)
+
+    with serve(server.url, tmp_path, ["--nats-token-env", "TOKEN"]):
+        result = asyncio.run(go())
+    assert json.loads(results(result)["c1"])["arguments"] == {"text": "hi"}
+    assert exported.named("execute_tool"), "no tool span was exported"
+    stored = "".join(
+        p.read_bytes().decode("latin-1") for p in tmp_path.iterdir() if p.name.startswith("sess")
+    )
+    for text in (exported.everything(), stored, result.model_dump_json()):
+        assert CANARY not in text

@@ -45,9 +45,9 @@ __all__ = [
     "ToolServiceConfig",
     "ToolServicesConfig",
     "check_config",
-    "plain_urls",
     "check_tool",
     "parameters_schema",
+    "plain_urls",
 ]
 
 RESERVED_FIELDS = frozenset(
@@ -64,6 +64,7 @@ def plain_urls(urls: Sequence[str | Secret[str]]) -> list[str]:
     """``urls`` as connected to, a ``${secret:...}`` one revealed: never
     show them (`mask_urls`)."""
     return [u.get_secret_value() if isinstance(u, Secret) else u for u in urls]
+
 
 ArgumentType = Literal["string", "number", "integer", "boolean", "object", "array"]
 

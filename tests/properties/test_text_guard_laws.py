@@ -13,19 +13,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import zlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from unittest import mock
 
 import seamkit
 from hypothesis import given, strategies as st
-from seamkit import Agent, HookEvent, HookStack, Message, ModelRequest, ModelTurn, flow as F
+from seamkit import Agent, HookEvent, HookStack, flow as F
 from seamkit._engine import _drive
 from seamkit._engine._dispatch import Dispatcher
 from seamkit._holding import Held
 from seamkit._secret import Redactor
 from seamkit.stream import HookFired, RunFinished, TextDelta
-from seamkit.testing import Opaque, make_context
+from seamkit.testing import Opaque, ScriptedModel, make_context
 
 E = HookEvent.ON_TEXT_DELTA
 
@@ -160,22 +160,9 @@ def test_with_holds_alone_the_release_is_the_shortest_any_guard_releases(
 # --- streamed through an agent ----------------------------------------------
 
 
-class Deltas:
-    """One turn of ``text``, streamed as ``deltas``."""
-
-    def __init__(self, deltas: Sequence[str]) -> None:
-        self.deltas = list(deltas)
-
-    def _turn(self) -> ModelTurn:
-        return ModelTurn(message=Message.assistant("".join(self.deltas)))
-
-    async def complete(self, request: ModelRequest) -> ModelTurn:
-        return self._turn()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelTurn]:
-        for delta in self.deltas:
-            yield delta
-        yield self._turn()
+def played(deltas: Sequence[str]) -> ScriptedModel:
+    """One turn of the deltas' text, streamed as ``deltas``."""
+    return ScriptedModel([{"text": "".join(deltas), "deltas": list(deltas)}])
 
 
 def streamed(agent: Agent, **options: Any) -> tuple[list[Any], seamkit.RunResult]:
@@ -207,7 +194,7 @@ def test_holds_in_a_stream_release_the_text_in_order(
     hooks: list[Guard], text: str, data: st.DataObject
 ) -> None:
     deltas = data.draw(cut(text))
-    agent = Agent(Deltas(deltas), hooks=hooks, plugin_hooks=False)
+    agent = Agent(played(deltas), hooks=hooks, plugin_hooks=False)
     events, result = streamed(agent)
     assert "".join(deltas_of(events)) == text == result.output
 
@@ -236,7 +223,7 @@ def test_the_redactor_lets_no_secret_form_out_whatever_the_split(
     plain, text = case
     redactor = Redactor(plain)
     deltas = data.draw(cut(text))
-    agent = Agent(Deltas(deltas), plugin_hooks=False)
+    agent = Agent(played(deltas), plugin_hooks=False)
     context = {f"s{i}": seamkit.Secret(p) for i, p in enumerate(plain)}
     events, result = streamed(agent, context=context)
     released = deltas_of(events)
@@ -260,7 +247,7 @@ def ordinary(draw: st.DrawFn) -> tuple[list[str], list[str]]:
 @given(ordinary())
 def test_ordinary_text_is_not_delayed(case: tuple[list[str], list[str]]) -> None:
     plain, deltas = case
-    agent = Agent(Deltas(deltas), plugin_hooks=False)
+    agent = Agent(played(deltas), plugin_hooks=False)
     context = {f"s{i}": seamkit.Secret(p) for i, p in enumerate(plain)}
     events, _ = streamed(agent, context=context)
     assert deltas_of(events) == deltas  # each delta released as it came, unchanged
@@ -280,7 +267,7 @@ class Quiet:
 def test_no_secrets_and_no_text_guard_stream_the_models_deltas(
     deltas: list[str], hooked: bool
 ) -> None:
-    agent = Agent(Deltas(deltas), hooks=[Quiet()] if hooked else [], plugin_hooks=False)
+    agent = Agent(played(deltas), hooks=[Quiet()] if hooked else [], plugin_hooks=False)
 
     def no_release(*args: object) -> object:
         raise AssertionError("a run with nothing to guard made a TextRelease")

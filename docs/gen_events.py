@@ -55,12 +55,13 @@ EXAMPLE_BODIES: dict[str, str] = {
     "RewriteResult": "RewriteResult(result.content[:4000])",
     "Skip": 'Skip(f"{call.name} is not allowed here")',
     "Terminate": 'Terminate(f"stopped at turn {ctx.turn}")',
-    "Retry": "Retry(f\"{error}; tools: {', '.join(available_tools)}\")",
+    "Retry": 'Retry(f"not accepted at turn {ctx.turn}: check every field and try again")',
     "Repair": "Repair(call.name.lower(), call.arguments)",
     "Fail": 'Fail(f"invalid tool call: {error}")',
     "RequireApproval": 'RequireApproval(f"{call.name} acts on the world: a person decides")',
     "Hold": 'Hold(0 if final else len(text.rpartition(" ")[2]))',
     "RewriteText": 'RewriteText(text.replace("internal.example.com", "[host]"))',
+    "RewriteOutput": "RewriteOutput(output)",
 }
 """What an example hookimpl returns, by flow type: it may use the arguments of
 every event that accepts the flow, and the names ``example_imports()`` brings."""

@@ -27,6 +27,7 @@ DESIGN_ARGS = {
     "on_post_tool_use": ("ctx", "call", "result"),
     "on_invalid_tool_call": ("ctx", "call", "error", "available_tools"),
     "on_iteration_end": ("ctx", "messages"),
+    "on_output": ("ctx", "output"),
     "on_completion": ("ctx", "result"),
 }
 """The design's table (shared/DESIGN.md): what the events table must keep."""
@@ -118,7 +119,7 @@ def test_each_place_an_event_is_spelt_agrees_with_the_table(event: HookEvent) ->
         assert spec.threads[rewriting] == spec.args.index(arg)
         assert callable(rewriting.applied_to)
     if spec.composition is Composition.CHAIN:
-        ending = {flow.Continue, flow.Skip, flow.Terminate}
+        ending = {flow.Continue, flow.Skip, flow.Terminate, flow.Retry}
         assert set(spec.flows) - ending == set(spec.rewrites), "a chained flow must thread"
     elif spec.composition is Composition.HOLD:
         ending = {flow.Continue, flow.Hold, flow.Terminate}

@@ -15,7 +15,12 @@ from seamkit.testing import Opaque, check_patch_laws, make_context, scripted_hoo
 from seamkit.testing.strategies import event_arguments, flows, request_patches
 
 MODES = {
-    "chain": [HookEvent.ON_REQUEST_START, HookEvent.ON_PRE_TOOL_USE, HookEvent.ON_POST_TOOL_USE],
+    "chain": [
+        HookEvent.ON_REQUEST_START,
+        HookEvent.ON_PRE_TOOL_USE,
+        HookEvent.ON_POST_TOOL_USE,
+        HookEvent.ON_OUTPUT,
+    ],
     "accumulate": [HookEvent.ON_PRE_LLM],
     "first": [
         HookEvent.ON_MODEL_TURN_FINISHED,
@@ -126,7 +131,9 @@ def test_chain_order_equals_list_order(event: HookEvent, data: st.DataObject) ->
     calls: list[tuple[str, tuple[Any, ...]]] = []
     hooks = [scripted_hook(event, r, name=f"h{i}", calls=calls) for i, r in enumerate(results)]
     result, _ = dispatch(hooks, event, args)
-    stop = next((i for i, r in enumerate(results) if isinstance(r, F.Skip | F.Terminate)), None)
+    stop = next(
+        (i for i, r in enumerate(results) if isinstance(r, F.Skip | F.Terminate | F.Retry)), None
+    )
     expected = [f"h{i}" for i in range(len(results) if stop is None else stop + 1)]
     assert [name for name, _ in calls] == expected
     if stop is not None:
@@ -156,6 +163,8 @@ def test_chain_order_equals_list_order(event: HookEvent, data: st.DataObject) ->
             current = current.model_copy(update={"arguments": dict(r.arguments)})
         elif isinstance(r, F.RewriteResult):
             current = current.model_copy(update={"content": r.content})
+        elif isinstance(r, F.RewriteOutput):
+            current = r.value
 
 
 @given(st.lists(flows(HookEvent.ON_PRE_LLM), max_size=6), st.data())

@@ -62,6 +62,8 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         InvalidToolCall as InvalidToolCall,
         ManifestError as ManifestError,
         ModelError as ModelError,
+        OutputDefinitionError as OutputDefinitionError,
+        OutputInvalid as OutputInvalid,
         PluginError as PluginError,
         Problem as Problem,
         ResumeError as ResumeError,
@@ -82,6 +84,9 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._manifest import (
         AppConfig as AppConfig,
         SessionsConfig as SessionsConfig,
+    )
+    from ._output import (
+        Output as Output,
     )
     from ._patch import (
         RequestPatch as RequestPatch,
@@ -130,6 +135,8 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         ModelRequest as ModelRequest,
         ModelTurn as ModelTurn,
         Outcome as Outcome,
+        OutputMode as OutputMode,
+        OutputSpec as OutputSpec,
         RunResult as RunResult,
         Suspended as Suspended,
         Terminated as Terminated,
@@ -180,6 +187,8 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "InvalidToolCall": "._errors",
     "ManifestError": "._errors",
     "ModelError": "._errors",
+    "OutputDefinitionError": "._errors",
+    "OutputInvalid": "._errors",
     "ContextLengthExceeded": "._errors",
     "PluginError": "._errors",
     "Problem": "._errors",
@@ -196,6 +205,7 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "AppConfig": "._manifest",
     "SessionsConfig": "._manifest",
     "Settings": "._config",
+    "Output": "._output",
     "RequestPatch": "._patch",
     "Redactor": "._secret",
     "Secret": "._secret",
@@ -226,6 +236,8 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "ModelRequest": "._types",
     "ModelTurn": "._types",
     "Outcome": "._types",
+    "OutputMode": "._types",
+    "OutputSpec": "._types",
     "RunResult": "._types",
     "Suspended": "._types",
     "Terminated": "._types",

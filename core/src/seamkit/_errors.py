@@ -11,6 +11,8 @@ exactly those two lines for any of them, never a traceback unless ``--debug``.
     ├── PluginError              a plugin registered something malformed
     ├── HookError                a hook failed closed (on_error: fail, a wrong flow)
     ├── ToolDefinitionError      a function or schema cannot be made a tool
+    ├── OutputDefinitionError    a type or schema cannot be a run's declared output
+    ├── OutputInvalid            an answer does not fit the declared output
     ├── InvalidToolCall          the model's arguments do not fit a tool's schema
     ├── ResumeError              a run cannot continue as asked (decisions, pending calls)
     ├── ModelError               a model cannot be built or failed to answer
@@ -33,6 +35,8 @@ __all__ = [
     "InvalidToolCall",
     "ManifestError",
     "ModelError",
+    "OutputDefinitionError",
+    "OutputInvalid",
     "PluginError",
     "Problem",
     "ResumeError",
@@ -180,6 +184,34 @@ class ToolDefinitionError(SeamkitError):
     described as JSON Schema, an invalid time-out. Catch it where tools are
     made (``@seamkit.tool``, ``Tool.from_schema``); manifests report it as a
     `Problem` of the entry."""
+
+
+class OutputDefinitionError(SeamkitError):
+    """Raised when a type or JSON Schema cannot be a run's declared output
+    (`seamkit.Output`): a type pydantic cannot describe, a mapping that is
+    not a JSON Schema, ``strict=True`` on a schema a strict provider cannot
+    hold (``construct`` names what), a bad ``mode`` or ``retries``, an output
+    tool whose name an app tool has. Manifests report it as a `Problem` of
+    ``output``."""
+
+    def __init__(self, message: str, *, construct: str | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.construct = construct
+
+
+class OutputInvalid(SeamkitError):
+    """Raised by `seamkit.Output.parse` and `seamkit.Output.validate` when an
+    answer does not fit the declared output. ``errors`` lists what was wrong,
+    each ``"<field path>: <message>"`` (the path empty for the whole answer),
+    written for the model; ``answer`` is the text that failed (``None`` for a
+    value). A run whose answers keep failing after ``retries`` ends
+    ``failed`` with an error that starts ``OutputInvalid:``; this exception
+    does not escape a run."""
+
+    def __init__(self, errors: Sequence[str], *, answer: str | None = None) -> None:
+        self.errors = tuple(errors)
+        self.answer = answer
+        super().__init__("OutputInvalid: " + "; ".join(self.errors))
 
 
 class ModelError(SeamkitError):

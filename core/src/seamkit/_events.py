@@ -69,6 +69,7 @@ class HookEvent(enum.StrEnum):
     ON_POST_TOOL_USE = "on_post_tool_use"
     ON_INVALID_TOOL_CALL = "on_invalid_tool_call"
     ON_ITERATION_END = "on_iteration_end"
+    ON_OUTPUT = "on_output"
     ON_COMPLETION = "on_completion"
 
 
@@ -76,7 +77,7 @@ class Composition(enum.StrEnum):
     """How the flows of several hooks at one event combine."""
 
     CHAIN = "chain"
-    """Each hook sees what the previous produced; Skip and Terminate end the chain."""
+    """Each hook sees what the previous produced; Skip, Retry and Terminate end the chain."""
     ACCUMULATE = "accumulate"
     """Every hook sees the baseline; patches merge in order; Terminate discards them."""
     FIRST = "first"
@@ -190,6 +191,13 @@ EVENTS: dict[HookEvent, EventSpec] = {
             {"ctx": "HookContext", "messages": "tuple[Message, ...]"},
             F.IterationEndFlow,
             Composition.FIRST,
+        ),
+        EventSpec(
+            HookEvent.ON_OUTPUT,
+            {"ctx": "HookContext", "output": "object"},
+            F.OutputFlow,
+            Composition.CHAIN,
+            rewrites={F.RewriteOutput: "output"},
         ),
         EventSpec(
             HookEvent.ON_COMPLETION,

@@ -176,6 +176,7 @@ _CHECKS: dict[type, Callable[[Any], str | None]] = {
     ),
     F.Hold: lambda flow: _count(flow.keep, "keep"),
     F.RewriteText: lambda flow: _text(flow.text, "text") or _count(flow.keep, "keep"),
+    F.RewriteOutput: lambda flow: None,  # validated against the declared output by the run
     F.Retry: lambda flow: _text(flow.feedback, "feedback", optional=True),
     F.Repair: _repair,
 }

@@ -2,7 +2,10 @@
 
 A script is a list of turns (or ``{turns: [...]}``); each turn is
 ``{text: "..."}``, ``{tool_calls: [{name, arguments, id?}]}`` or both, with
-optional ``deltas: [...]`` to split streamed text, and optional
+optional ``deltas: [...]`` to split streamed text; or ``{output: <value>}``,
+a structured answer played as the request asks for it (`seamkit.Output`):
+a call to the output tool in ``tool`` mode, else the value's JSON as the
+text, streamed in ``chunks`` pieces (1 by default); and optional
 ``expect: {last_user: "..."}`` to check the request it answers (every key is
 declared in `._expect.Expect`). It runs out loudly: a request past the last
 turn is an error naming the script. ``model.requests`` holds every request
@@ -17,15 +20,23 @@ had (the assistant messages after the last user message), so concurrent runs
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from ._errors import ManifestError, Problem, ScriptError
 from ._expect import Expect
-from ._types import Message, MessageToolCall, ModelRequest, ModelTurn, Usage
+from ._types import (
+    Message,
+    MessageToolCall,
+    ModelRequest,
+    ModelTurn,
+    ToolArgumentsDelta,
+    Usage,
+)
 from .injection import PREFIX
 
 __all__ = ["ScriptedModel"]
@@ -52,6 +63,8 @@ class _Turn(BaseModel):
     text: str | None = None
     tool_calls: list[_Call] | None = None
     deltas: list[str] | None = None
+    output: JsonValue = None
+    chunks: int = Field(default=1, ge=1)
     expect: Expect | None = None
 
 
@@ -71,7 +84,10 @@ an app served for hours must not grow with every request it answers."""
 
 class ScriptedModel:
     """A model that answers from a list of scripted turns, in order, and keeps
-    the requests it received in ``requests``."""
+    the requests it received in ``requests``. It supports the ``native`` and
+    ``tool`` output modes (``output_modes``): a text turn is a native answer."""
+
+    output_modes = frozenset({"native", "tool"})
 
     def __init__(
         self,
@@ -155,14 +171,14 @@ class ScriptedModel:
         model.turns = script.turns
         return model
 
-    def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str]]:
+    def _next(self, request: ModelRequest) -> tuple[ModelTurn, list[str | ToolArgumentsDelta]]:
         self.requests.append(request)
         if self.keep_requests is not None and len(self.requests) > self.keep_requests:
             del self.requests[: len(self.requests) - self.keep_requests]
         if self.each_run:
             self.position = 0
             for message in reversed(request.messages):
-                if message.role == "user":
+                if message.from_user:
                     break
                 if message.role == "assistant" and not _injected(message):
                     self.position += 1
@@ -185,10 +201,25 @@ class ScriptedModel:
             for i, c in enumerate(turn.tool_calls or [])
         ]
         text = turn.text
+        deltas: list[str | ToolArgumentsDelta] = list(turn.deltas or ([text] if text else []))
+        if "output" in turn.model_fields_set:
+            wanted = request.output
+            value = turn.output
+            answer = json.dumps(value if isinstance(value, dict) else {"response": value})
+            pieces = _pieces(answer, turn.chunks)
+            if wanted is not None and wanted.mode == "tool":
+                call_id = f"call_{self.position}_{len(calls)}"
+                calls.append(MessageToolCall.make(call_id, wanted.name, answer))
+                deltas.extend(
+                    ToolArgumentsDelta(len(calls) - 1, call_id, wanted.name, piece)
+                    for piece in pieces
+                )
+            else:
+                text = (text or "") + answer
+                deltas.extend(pieces)
         message = Message.assistant(
             text if text is not None else ("" if calls else None), calls or None
         )
-        deltas = list(turn.deltas or ([text] if text else []))
         usage = Usage(
             input_tokens=sum(len(m.text) for m in request.messages) // 4,
             output_tokens=len(text or "") // 4,
@@ -201,12 +232,21 @@ class ScriptedModel:
         """The next scripted turn."""
         return self._next(request)[0]
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelTurn]:
-        """The next turn's text deltas, then the turn."""
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
+        """The next turn's text deltas (and its output tool's argument
+        fragments), then the turn."""
         turn, deltas = self._next(request)
         for delta in deltas:
             yield delta
         yield turn
+
+
+def _pieces(text: str, count: int) -> list[str]:
+    """``text`` cut into ``count`` nearly equal pieces (none empty)."""
+    size = max(1, -(-len(text) // count))
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def _injected(message: Message) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ._approval import PendingCall
 
 __all__ = [
+    "FEEDBACK_NAME",
     "MAX_ARGUMENT_DEPTH",
     "Cancelled",
     "Completed",
@@ -28,10 +30,13 @@ __all__ = [
     "ModelRequest",
     "ModelTurn",
     "Outcome",
+    "OutputMode",
+    "OutputSpec",
     "Role",
     "RunResult",
     "Suspended",
     "Terminated",
+    "ToolArgumentsDelta",
     "ToolCall",
     "ToolResult",
     "ToolSpec",
@@ -43,6 +48,11 @@ Role = Literal["system", "user", "assistant", "tool"]
 MAX_ARGUMENT_DEPTH = 64
 """How deeply a tool call's JSON arguments may nest (objects and arrays) by
 default; ``settings.max_argument_depth`` changes it for a run."""
+
+FEEDBACK_NAME = "seamkit_feedback"
+"""The ``name`` of the ``user`` messages a run writes itself, to tell the
+model why its answer was not accepted (`seamkit.Output`): they continue a
+request, they do not start one (`Message.from_user` is false for them)."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -124,6 +134,12 @@ class Message(BaseModel):
     def tool(cls, tool_call_id: str, content: str) -> Message:
         """A tool message carrying the result of the call ``tool_call_id``."""
         return cls(role="tool", tool_call_id=tool_call_id, content=content)
+
+    @property
+    def from_user(self) -> bool:
+        """Whether this is the user's message: a ``user`` message the run did
+        not write as feedback (`FEEDBACK_NAME`)."""
+        return self.role == "user" and self.name != FEEDBACK_NAME
 
     @property
     def text(self) -> str:
@@ -284,11 +300,41 @@ class Usage(BaseModel):
         )
 
 
+OutputMode = Literal["auto", "tool", "native", "prompted"]
+"""How a run asks for its declared output: ``tool`` (the model calls an
+output tool whose parameters are the schema), ``native`` (the provider's own
+structured output), ``prompted`` (the schema in the instructions, the answer
+parsed as JSON), ``auto`` (native where the model supports it, else tool)."""
+
+
+class OutputSpec(BaseModel):
+    """A run's declared output as a model request carries it (``mode`` is
+    never ``auto`` here: the run resolved it).
+
+    ``json_schema`` is what the model is asked for: always a JSON object at
+    its root (a declared type that is not an object is wrapped as
+    ``{"response": ...}``). A provider acts on it only in ``native`` mode
+    (``response_format`` for OpenAI-compatible servers, with ``name`` and
+    ``strict``); in ``tool`` mode the output tool is among the request's
+    ``tools`` under ``name``, and in ``prompted`` mode the schema is in the
+    preamble already.
+    """
+
+    model_config = _FROZEN
+
+    mode: Literal["tool", "native", "prompted"]
+    name: str
+    json_schema: dict[str, Any]
+    description: str | None = None
+    strict: bool = False
+
+
 class ModelRequest(BaseModel):
     """Everything a model is asked in one call.
 
     ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"`` or a tool's name;
-    ``None`` leaves it to the provider.
+    ``None`` leaves it to the provider. ``output`` is the run's declared
+    output, when it has one (`OutputSpec`).
     """
 
     model_config = _FROZEN
@@ -301,12 +347,16 @@ class ModelRequest(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     additional_params: dict[str, Any] = Field(default_factory=dict)
+    output: OutputSpec | None = None
 
 
 class ModelTurn(BaseModel):
     """One model turn the run accepted: the assistant message, its usage, and
     why the model stopped (``finish_reason`` as the provider said it:
-    ``stop``, ``tool_calls``, ``length``...; ``None`` when it did not say)."""
+    ``stop``, ``tool_calls``, ``length``...; ``None`` when it did not say).
+    A provider reports a model's refusal to answer (OpenAI's ``refusal``) as
+    ``finish_reason="refusal"`` with the refusal's text as the message's
+    content: text guards see it like any text."""
 
     model_config = _FROZEN
 
@@ -388,13 +438,18 @@ class Diagnostic(BaseModel):
 class RunResult(BaseModel):
     """The result of one agent run.
 
-    ``transcript`` is the whole history: the input messages, injected pairs and
-    everything the run added. ``outcome`` says how it ended.
+    ``output`` is the model's final text, or, for a run with a declared
+    output (`seamkit.Output`), the validated value (an instance of the
+    declared type; JSON in a dump) and ``None`` unless the run completed.
+    ``text`` is the model's final text either way. ``transcript`` is the
+    whole history: the input messages, injected pairs and everything the run
+    added. ``outcome`` says how it ended.
     """
 
     model_config = _FROZEN
 
-    output: str | None = None
+    output: object = None
+    text: str | None = None
     transcript: tuple[Message, ...] = ()
     usage: Usage = Field(default_factory=Usage)
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -405,15 +460,41 @@ class RunResult(BaseModel):
     JSON-safe; ``None`` otherwise, or when no ``settings.state_key`` is set)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolArgumentsDelta:
+    """A fragment of a tool call's JSON arguments, as a model streams it
+    (optional for providers: a model's ``stream`` may yield these beside its
+    text deltas). ``index`` is the call's position in the turn; ``id`` and
+    ``name`` are given at least with the call's first fragment (``None``
+    after, when the provider does not repeat them). The kernel reads the
+    output tool's fragments for `seamkit.stream.OutputDelta`; the turn's
+    tool calls are still those of the `ModelTurn` the stream ends with."""
+
+    index: int
+    id: str | None
+    name: str | None
+    text: str
+
+
 @runtime_checkable
 class Model(Protocol):
     """A chat model. ``complete`` answers a request with one turn; ``stream``
-    yields the turn's text deltas (``str``) and then the `ModelTurn`."""
+    yields the turn's text deltas (``str``), optionally `ToolArgumentsDelta`
+    fragments, and then the `ModelTurn`.
+
+    A model may also have an ``output_modes`` attribute (a collection of
+    ``"native"``, ``"tool"``, ``"prompted"``): the structured-output modes it
+    supports for the model it talks to. A run whose output mode is ``auto``
+    uses ``native`` when it is among them, else ``tool``. A model without
+    the attribute gets ``tool`` under ``auto``; ``native`` asks it for
+    nothing it does not know (``ModelRequest.output`` is there to read).
+    """
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """One whole turn."""
         ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[str | ModelTurn]:
-        """Text deltas as they arrive, then the turn."""
+    def stream(self, request: ModelRequest) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
+        """Text deltas (and `ToolArgumentsDelta` fragments) as they arrive,
+        then the turn."""
         ...

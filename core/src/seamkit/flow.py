@@ -29,6 +29,7 @@ __all__ = [
     "InvalidToolCallFlow",
     "IterationEndFlow",
     "ModelTurnFinishedFlow",
+    "OutputFlow",
     "PatchRequest",
     "PostToolUseFlow",
     "PreLlmFlow",
@@ -39,6 +40,7 @@ __all__ = [
     "Retry",
     "RewriteArgs",
     "RewriteMessages",
+    "RewriteOutput",
     "RewriteResult",
     "RewriteText",
     "Skip",
@@ -130,6 +132,19 @@ class RewriteText:
 
 
 @dataclass(frozen=True, slots=True)
+class RewriteOutput:
+    """Replace a run's validated output (``on_output``): ``value`` is
+    validated against the declared output again (a value that does not fit
+    fails the run, naming the event); the next hook of the chain sees it."""
+
+    value: object
+
+    def applied_to(self, output: object) -> object:
+        """What the next hook of the chain sees instead of ``output``."""
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
 class Skip:
     """Do not run the tool; ``reason`` is what the model receives as its result."""
 
@@ -168,7 +183,8 @@ class RequireApproval:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Tell the model what was wrong with its call and let it try again."""
+    """Tell the model what was wrong with its call (``on_invalid_tool_call``)
+    or its answer (``on_output``) and let it try again."""
 
     feedback: str | None = None
 
@@ -202,6 +218,7 @@ Flow: TypeAlias = (
     | RequireApproval
     | Hold
     | RewriteText
+    | RewriteOutput
 )
 """Any value a hook may return (``None`` means `Continue`); each event accepts some of them."""
 
@@ -229,6 +246,8 @@ InvalidToolCallFlow: TypeAlias = Continue | Retry | Repair | Skip | Terminate | 
 """What an ``on_invalid_tool_call`` hookimpl returns."""
 IterationEndFlow: TypeAlias = Continue | Terminate | None
 """What an ``on_iteration_end`` hookimpl returns."""
+OutputFlow: TypeAlias = Continue | RewriteOutput | Retry | Terminate | None
+"""What an ``on_output`` hookimpl returns."""
 CompletionFlow: TypeAlias = Continue | None
 """What an ``on_completion`` hookimpl returns."""
 

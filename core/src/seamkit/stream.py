@@ -12,7 +12,16 @@
   it back (a tool marked ``stream_output=False`` shows its chunks only once
   its hooks passed the result unchanged, and none when they did not);
 - `ToolCompleted`: a call's result, as committed to the transcript;
+- `OutputDelta`: a run with a declared output (`seamkit.Output`): the
+  answer's value so far, as its JSON arrives (from released text only);
+- `OutputRetry`: the answer the partials came from was not accepted (it
+  failed validation, an ``on_output`` hook asked again, or the turn became
+  tool calls): drop the partials, the model tries again;
 - `RunFinished`: the run's `RunResult`, always last.
+
+A model's ``stream`` may yield `ToolArgumentsDelta` fragments beside its
+text (the output tool's feed `OutputDelta` in tool mode); they are read by
+the run, not yielded by `Agent.stream`.
 
 Results of one turn are committed together, in call order, once the whole
 batch has settled (a batch that ends the run commits none of them), so
@@ -32,8 +41,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import JsonValue
+
 from ._approval import PendingCall
-from ._types import ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
+from ._types import ModelRequest, ModelTurn, RunResult, ToolArgumentsDelta, ToolCall, ToolResult
 
 __all__ = [
     "STREAMED",
@@ -46,9 +57,12 @@ __all__ = [
     "ModelCallEnded",
     "ModelCallStarted",
     "ObservedEvent",
+    "OutputDelta",
+    "OutputRetry",
     "RunFinished",
     "RunStarted",
     "TextDelta",
+    "ToolArgumentsDelta",
     "ToolCallEmitted",
     "ToolCompleted",
     "ToolExecutionEnd",
@@ -123,6 +137,25 @@ class ToolCompleted:
 
 
 @dataclass(frozen=True, slots=True)
+class OutputDelta:
+    """The declared output's value so far (JSON: an object's finished
+    fields, a list's items, a string's text so far), consistent with the
+    value the answer will have if it is accepted; each differs from the last."""
+
+    partial: JsonValue
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class OutputRetry:
+    """The answer of ``turn`` was not accepted: ``errors`` say why (empty
+    when the turn turned into tool calls). Drop its partials."""
+
+    errors: tuple[str, ...]
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run ended; ``result`` is what `Agent.run` would have returned."""
 
@@ -131,15 +164,20 @@ class RunFinished:
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
-    """A run starts (observers only): its id, the agent, the session, and
-    the model as ``"<provider>:<name>"`` (or its class's name for a model
-    object that names no provider)."""
+    """A run starts (observers only): its id, the agent, the session, the
+    model as ``"<provider>:<name>"`` (or its class's name for a model object
+    that names no provider), and its declared output, if any."""
 
     run_id: str
     agent_name: str
     session: str | None
     streaming: bool
     model: str = ""
+    output: str | None = None
+    """The declared output's type name (``"schema"`` for a JSON Schema),
+    ``None`` when the output is text."""
+    output_mode: str | None = None
+    """The mode the run asks for its output in (never ``auto``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +255,8 @@ Event = (
     | ToolExecutionStart
     | ToolOutputDelta
     | ToolCompleted
+    | OutputDelta
+    | OutputRetry
     | RunFinished
 )
 """Any event of `Agent.stream`."""
@@ -243,6 +283,8 @@ STREAMED: frozenset[type] = frozenset(
         ToolExecutionStart,
         ToolOutputDelta,
         ToolCompleted,
+        OutputDelta,
+        OutputRetry,
         RunFinished,
     )
 )

@@ -20,9 +20,10 @@ from pydantic import BaseModel
 from .._approval import Decisions, PendingCall
 from .._config import ModelConfig, Settings
 from .._context import ActionContext, HookContext, system_clock
-from .._errors import ResumeError, SessionNotSaved
+from .._errors import OutputDefinitionError, ResumeError, SessionNotSaved
 from .._events import HookEvent
 from .._loader import get_registry
+from .._output import Output
 from .._patch import RequestPatch
 from .._persistence._journal import JournalEntry, JournalStore
 from .._persistence._recovery import save_or_recover
@@ -62,6 +63,7 @@ from ._resume import (
     with_decided,
     with_pending,
 )
+from ._structured import Structured
 
 if TYPE_CHECKING:
     from .._manifest import AppConfig
@@ -80,6 +82,10 @@ session or a run without one). Raise to refuse the run: nothing is saved."""
 
 UNANSWERED = "Not run: the previous run ended before this call was answered."
 
+OutputDeclaration = Output[Any] | type | Mapping[str, Any]
+"""What ``output=`` takes: an `Output`, or a type or JSON Schema mapping
+(an `Output` with the defaults)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _RunOptions:
@@ -92,6 +98,7 @@ class _RunOptions:
     defaults: RequestPatch | None
     state: dict[str, Any] | None
     suspended: str | None = None
+    output: OutputDeclaration | None = None
 
 
 class Agent:
@@ -120,6 +127,7 @@ class Agent:
         exit_stack: AsyncExitStack | None = None,
         config: AppConfig | None = None,
         tool_entries: Sequence[ToolEntry] = (),
+        output: OutputDeclaration | None = None,
     ) -> None:
         self.registry = registry if registry is not None else get_registry()
         self.name = name
@@ -159,6 +167,23 @@ class Agent:
         self._dispatcher = Dispatcher(self.registry.plugin_manager if plugin_hooks else None, hooks)
         self.redactor = self.redactor.extend(patterns=self._dispatcher.redact_patterns)
         self._plan = self._make_plan(code)
+        self.output: Output[Any] | None = None if output is None else Output.of(output)
+        """The declared output of every run (``None``: the output is text);
+        a run's ``output=`` replaces it."""
+        if self.output is not None:
+            self._structured(self.output)  # an output tool's name an app tool has
+
+    def _structured(self, output: Output[Any], tools: ToolMap | None = None) -> Structured:
+        """A run's view of ``output``; `OutputDefinitionError` when its
+        output tool would take the name of one of ``tools``."""
+        structured = Structured.of(output, self.model)
+        names = self._plan.tools if tools is None else tools
+        if structured.mode == "tool" and output.name in names:
+            raise OutputDefinitionError(
+                f"the output tool {output.name!r} has the name of a tool of agent {self.name!r}",
+                hint="give the output another name: Output(T, name=...) (manifest output.name)",
+            )
+        return structured
 
     def _make_plan(self, tools: ToolMap) -> RunPlan:
         return RunPlan(
@@ -299,9 +324,12 @@ class Agent:
         *,
         resume: Resume | None = None,
         journal: RunJournal | None = None,
+        output: OutputDeclaration | None = None,
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
+        declared = self.output if output is None else Output.of(output)
+        structured = None if declared is None else self._structured(declared, plan.tools)
         action_context = _action_context(context)
         ctx = HookContext(
             agent_name=self.name,
@@ -321,7 +349,7 @@ class Agent:
         if journal is not None and not plan.effectful and resume is None:
             journal = None  # nothing it could run twice: nothing to journal
         emit = _emitter(ctx, stream, plan.dispatcher.observers)
-        return RunState(plan, ctx, messages, emit, session, defaults, journal, resume)
+        return RunState(plan, ctx, messages, emit, session, defaults, journal, resume, structured)
 
     async def _execute(
         self,
@@ -379,6 +407,7 @@ class Agent:
                 options.defaults,
                 resume=resume,
                 journal=journal,
+                output=options.output,
             )
             try:
                 result = await drive(run)
@@ -495,6 +524,7 @@ class Agent:
                 state,
                 options.defaults,
                 resume=resume,
+                output=options.output,
             )
         else:
             if input is None:
@@ -504,7 +534,15 @@ class Agent:
                 )
             messages = input(()) if callable(input) else input
             run = await self._start(
-                messages, context, history, streaming, stream, None, state, options.defaults
+                messages,
+                context,
+                history,
+                streaming,
+                stream,
+                None,
+                state,
+                options.defaults,
+                output=options.output,
             )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):
@@ -546,6 +584,7 @@ class Agent:
         defaults: RequestPatch | None = None,
         state: dict[str, Any] | None = None,
         suspended: str | None = None,
+        output: OutputDeclaration | None = None,
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -571,8 +610,13 @@ class Agent:
         temperature and token limit). ``state`` is the ``session_state`` of a
         run without a session; by default the agent keeps one that all its
         session-less runs share (pass ``{}`` to give a run its own).
+
+        ``output`` declares what the answer must be for this run (an
+        `Output`, a type or a JSON Schema mapping), in place of the agent's:
+        ``result.output`` is then the validated value, ``result.text`` the
+        model's final text.
         """
-        options = _RunOptions(context, history, session, store, defaults, state, suspended)
+        options = _RunOptions(context, history, session, store, defaults, state, suspended, output)
         return await self._execute(input, options, False, None)
 
     async def stream(
@@ -586,13 +630,14 @@ class Agent:
         defaults: RequestPatch | None = None,
         state: dict[str, Any] | None = None,
         suspended: str | None = None,
+        output: OutputDeclaration | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
         Closing the iterator early cancels the run cleanly."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        options = _RunOptions(context, history, session, store, defaults, state, suspended)
+        options = _RunOptions(context, history, session, store, defaults, state, suspended, output)
         interrupted: list[Interrupt] = []
 
         async def execute() -> None:

@@ -408,7 +408,7 @@ class Dispatcher:
             kind = self._checked(impl, event, result)
             if kind is F.Continue:
                 continue
-            if kind is F.Skip or kind is F.Terminate:
+            if kind is F.Skip or kind is F.Terminate or kind is F.Retry:
                 return Dispatched(result, impl.ref.name)
             if kind is F.RequireApproval:
                 # The first asker is remembered and the chain goes on: a
@@ -732,6 +732,12 @@ class HookStack:
     ) -> F.IterationEndFlow:
         """Net flow of the members at ``on_iteration_end``."""
         flow: F.IterationEndFlow = await self._net(HookEvent.ON_ITERATION_END, ctx, messages)
+        return flow
+
+    @hookimpl
+    async def on_output(self, ctx: HookContext, output: object) -> F.OutputFlow:
+        """Net flow of the members at ``on_output``."""
+        flow: F.OutputFlow = await self._net(HookEvent.ON_OUTPUT, ctx, output)
         return flow
 
     @hookimpl

@@ -33,7 +33,10 @@ result of every tool that ran (each tool message answering one call id):
   their batch settled; a continued run (decisions, a journal) starts with the
   open calls of its last turn (`Resume`) instead of ``on_request_start``;
 - with a journal, a model turn is recorded as soon as it is accepted, before
-  any of its calls runs (`seamkit._engine._journaling`).
+  any of its calls runs (`seamkit._engine._journaling`);
+- a run with a declared output ends ``completed`` only with an answer that
+  was validated and passed ``on_output``; a failed answer is told to the
+  model, within the output's ``retries`` (`seamkit._engine._structured`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+from pydantic import JsonValue
 
 from .. import flow as F
 from .._approval import PendingCall
@@ -71,6 +76,7 @@ from .._types import (
     RunResult,
     Suspended,
     Terminated,
+    ToolArgumentsDelta,
     ToolCall,
     ToolSpec,
     Usage,
@@ -81,6 +87,8 @@ from ..stream import (
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
+    OutputDelta,
+    OutputRetry,
     RunFinished,
     RunStarted,
     TextDelta,
@@ -94,6 +102,7 @@ from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
 from ._release import TextRelease, TextStopped
 from ._resume import Resume
+from ._structured import Answer, Structured, Verdict, answer_of, conclude
 
 __all__ = ["Emit", "RunPlan", "RunState", "drive"]
 
@@ -142,6 +151,8 @@ class RunState:
         "plan",
         "resume",
         "session",
+        "structured",
+        "text",
         "transcript",
         "usage",
     )
@@ -156,6 +167,7 @@ class RunState:
         defaults: RequestPatch | None = None,
         journal: RunJournal | None = None,
         resume: Resume | None = None,
+        structured: Structured | None = None,
     ) -> None:
         self.plan = plan
         self.defaults = defaults
@@ -166,7 +178,13 @@ class RunState:
         self.usage = Usage()
         self.invalid = 0
         self.outcome: Outcome = Completed()
-        self.output: str | None = None
+        self.output: object = None
+        """The run's output: the final text, or the accepted value of a
+        declared output."""
+        self.text: str | None = None
+        """The model's final text."""
+        self.structured = structured
+        """The run's declared output (``None``: the output is text)."""
         self.pending: list[Settled] = []
         """The current batch's settled calls, not yet in the transcript."""
         self.held: list[PendingCall] = []
@@ -192,6 +210,8 @@ class RunState:
             max_tokens=None,
             additional_params={},
         )
+        if self.structured is not None:  # what is asked; `Structured.request` asks it
+            request = request.model_copy(update={"output": self.structured.spec})
         return request if self.defaults is None else self.defaults.apply(request)
 
     async def dispatch(self, event: HookEvent, *args: Any) -> Dispatched:
@@ -234,6 +254,7 @@ async def drive(run: RunState) -> RunResult:
     scope: asyncio.Timeout | None = None
     try:
         if run.emit is not None:  # (an observer may raise KeyboardInterrupt too)
+            structured = run.structured
             run.emit(
                 RunStarted(
                     run.ctx.run_id,
@@ -241,6 +262,8 @@ async def drive(run: RunState) -> RunResult:
                     run.session,
                     run.ctx.is_streaming,
                     run.plan.model_spec,
+                    None if structured is None else structured.output.type_name,
+                    None if structured is None else structured.mode,
                 )
             )
         async with asyncio.timeout(settings.run_timeout_seconds) as scope:
@@ -293,8 +316,10 @@ def _result(run: RunState) -> RunResult:
         d if not redact else d.model_copy(update={"message": redact(d.message)})
         for d in run.ctx.diagnostics
     )
+    ended = Completed if run.structured is not None else Completed | MaxTurns
     return RunResult.model_construct(
-        output=run.output if isinstance(run.outcome, Completed | MaxTurns) else None,
+        output=run.output if isinstance(run.outcome, ended) else None,
+        text=run.text,
         transcript=tuple(run.transcript),
         usage=run.usage,
         diagnostics=diagnostics,
@@ -429,6 +454,8 @@ async def _turns(run: RunState) -> None:
         if type(flow) is F.PatchRequest:
             request = flow.patch.apply(request)
             _check_request(request, plan.tools)
+        if run.structured is not None:  # after the patches: no hook takes it away
+            request = run.structured.request(request)
         try:
             turn = _accept(run, await _ask(run, request))
         except TextStopped as stop:
@@ -451,7 +478,9 @@ async def _turns(run: RunState) -> None:
             for call in calls:
                 run.emit(ToolCallEmitted(call, ctx.turn))
             run.emit(TurnFinished(turn, ctx.turn))
-        run.output = message.text
+        run.text = message.text
+        if run.structured is None:
+            run.output = message.text
         decided = await run.dispatch(HookEvent.ON_MODEL_TURN_FINISHED, turn)
         if type(decided.flow) is F.Terminate:
             run.outcome = Terminated(
@@ -460,6 +489,13 @@ async def _turns(run: RunState) -> None:
                 event=HookEvent.ON_MODEL_TURN_FINISHED.value,
             )
             return
+        if run.structured is not None:
+            answer = answer_of(run.structured, turn, calls)
+            if answer is not None:
+                if await _answered(run, answer):
+                    return
+                continue
+            _dropped(run, ())  # the partials became tool calls
         if not calls:
             return
         if await _batch(run, calls):
@@ -494,7 +530,11 @@ async def _batch(run: RunState, calls: list[ToolCall], resume: Resume | None = N
         journal=run.journal,
         resume=resume,
     )
-    return _settle(run, stop)
+    ended = _settle(run, stop)
+    if ended and run.structured is not None and type(run.outcome) is Completed:
+        # A terminal tool's result is the answer; the model cannot redo it.
+        return await _answered(run, Answer(str(run.output)), can_retry=False)
+    return ended
 
 
 def _settle(run: RunState, stop: Stop | None) -> bool:
@@ -523,6 +563,36 @@ def _settle(run: RunState, stop: Stop | None) -> bool:
     return False
 
 
+async def _answered(run: RunState, answer: Answer, *, can_retry: bool = True) -> bool:
+    """Settle an answer of a run with a declared output; whether the run
+    ends (accepted, failed, stopped) rather than asking the model again."""
+    structured = run.structured
+    assert structured is not None
+    verdict: Verdict = await conclude(
+        structured, answer, dispatch=run.dispatch, redact=run.redact, can_retry=can_retry
+    )
+    run.transcript.extend(verdict.messages)
+    if verdict.errors:  # an answer that failed: the model answers again, or the run fails
+        _note(run, "output_retry", "the answer was not accepted: " + "; ".join(verdict.errors))
+        _dropped(run, verdict.errors, always=True)
+    if verdict.outcome is not None:
+        run.outcome = verdict.outcome
+        run.output = None
+        return True
+    if verdict.again:
+        return False
+    run.output = verdict.value
+    return True
+
+
+def _dropped(run: RunState, errors: tuple[str, ...], *, always: bool = False) -> None:
+    """Tell a stream that the turn's partials are not the answer."""
+    structured = run.structured
+    if run.emit is None or structured is None or not (always or structured.shown):
+        return
+    run.emit(OutputRetry(errors, run.ctx.turn))
+
+
 def _order(run: RunState) -> Callable[[PendingCall], int]:
     """Pending calls in the order the model made them."""
     calls = next(
@@ -537,7 +607,7 @@ def _turns_so_far(transcript: list[Message]) -> int:
     messages after the last user message."""
     turns = 0
     for message in reversed(transcript):
-        if message.role == "user":
+        if message.from_user:
             break
         turns += message.role == "assistant"
     return turns
@@ -556,9 +626,18 @@ async def _resumed(run: RunState, resume: Resume) -> bool:
         run.outcome = Suspended(pending=tuple(resume.pending.values()))
         return True
     last = run.transcript[-1] if run.transcript else None
+    structured = run.structured
+    if structured is not None and last is not None and last.role == "assistant":
+        # The recorded answer (or output call) is settled as it would have been.
+        answer = answer_of(structured, ModelTurn(message=last), resume.calls)
+        if answer is not None:
+            run.text = last.text
+            return await _answered(run, answer)
     if not resume.calls:
         if last is not None and last.role == "assistant" and resume.replayed:
-            run.output = last.text  # the answer was recorded; the run only missed its save
+            run.text = last.text
+            if structured is None:
+                run.output = last.text  # the answer was recorded; the run only missed its save
             return True
         return False
     run.output = None
@@ -653,6 +732,9 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
     model = run.plan.model
     emit = run.emit
     release = _release(run)
+    structured = run.structured
+    if structured is not None:
+        structured.begin_turn()
     if emit is None:
         turn: ModelTurn = await model.complete(request)
         if release is None or not isinstance(turn, ModelTurn):
@@ -671,17 +753,27 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
             items = model.stream(request)
             try:
                 async for item in items:
+                    if isinstance(item, ToolArgumentsDelta):
+                        # Fragments are read only when nothing guards them: a
+                        # guard sees a call's arguments whole, at the turn's end.
+                        if structured is not None and release is None:
+                            _partial(run, structured.arguments(item))
+                        continue
                     if not isinstance(item, str):
                         final = item
                     elif not item:
                         continue
                     elif release is None:
                         emit(TextDelta(item, run.ctx.turn))
+                        if structured is not None:
+                            _partial(run, structured.text(item))
                     else:
                         streamed += item
                         out = await release.feed(item)
                         if out:
                             emit(TextDelta(out, run.ctx.turn))
+                            if structured is not None:
+                                _partial(run, structured.text(out))
             finally:  # a provider's stream (and its connection) closes now, not at GC
                 close = getattr(items, "aclose", None)
                 if close is not None:
@@ -716,6 +808,14 @@ async def _released(
         rest = release.released[before:] if streamed is not None else ""
         if rest:
             run.emit(TextDelta(rest, run.ctx.turn))
+            if run.structured is not None:
+                _partial(run, run.structured.text(rest))
+
+
+def _partial(run: RunState, value: JsonValue | None) -> None:
+    """Emit the answer's new partial value, if there is one."""
+    if value is not None and run.emit is not None:
+        run.emit(OutputDelta(value, run.ctx.turn))
 
 
 def _check_request(request: ModelRequest, all_tools: ToolMap) -> None:

@@ -168,6 +168,7 @@ def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:
         F.RequireApproval: st.builds(F.RequireApproval, reason, st.none() | _arguments),
         F.Hold: st.integers(0, 12).map(F.Hold),
         F.RewriteText: st.builds(F.RewriteText, _text, st.integers(0, 12)),
+        F.RewriteOutput: json_values.map(F.RewriteOutput),
     }
     return st.one_of(*(options[t] for t in accepted))
 
@@ -185,6 +186,7 @@ def _by_type() -> dict[str, st.SearchStrategy[Any]]:
         "bool": st.booleans(),
         "tuple[str, ...]": st.lists(tool_names, max_size=3).map(tuple),
         "RunResult": _text.map(lambda t: RunResult(output=t)),
+        "object": json_values,
     }
 
 

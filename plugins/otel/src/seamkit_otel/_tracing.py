@@ -270,11 +270,9 @@ class Tracing:
         elif outcome.kind == "cancelled":
             span.set_attribute("error.type", "cancelled")
             span.set_status(Status(StatusCode.ERROR, "cancelled"))
-        if run.capture and result.output:
-            span.set_attribute(
-                "gen_ai.output.messages",
-                final_output(result.output, run.redact),
-            )
+        shown = result.output if isinstance(result.output, str) else result.text
+        if run.capture and shown:
+            span.set_attribute("gen_ai.output.messages", final_output(shown, run.redact))
 
     # --- model calls --------------------------------------------------------
 

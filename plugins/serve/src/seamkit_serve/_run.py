@@ -232,8 +232,9 @@ class Run:
         if isinstance(outcome, seamkit.Cancelled):
             return "", "stop", ApiError(504, "the run was cancelled", type="server_error")
         text = reply_text(added(result.transcript, self.continues))
-        if result.output and not text.endswith(result.output):
-            text = f"{text}{SEPARATOR}{result.output}" if text else result.output
+        output = result.output if isinstance(result.output, str) else None
+        if output and not text.endswith(output):
+            text = f"{text}{SEPARATOR}{output}" if text else output
         if isinstance(outcome, seamkit.Terminated) and not text:
             text = outcome.reason
         if isinstance(outcome, seamkit.Suspended):

@@ -120,7 +120,7 @@ class ToolCallHook:
 
 def _last_user(messages: Sequence[seamkit.Message]) -> str:
     for message in reversed(messages):
-        if message.role == "user":
+        if message.from_user:
             return message.text
     return ""
 

@@ -1,0 +1,117 @@
+"""Partial JSON values of an answer that is still arriving.
+
+`Partial` is fed the pieces of a JSON text as they come and says, after each,
+what of the value is complete so far: an object's finished fields, a list's
+items, a string's text so far. What it reports is always consistent with the
+value the whole text will be (`consistent`): a number, ``true``, ``false`` or
+``null`` shows only once it is finished, and a key only with its value
+started, so a partial never shows something the final value takes back.
+Parsing is pydantic-core's (``from_json`` with ``allow_partial``); this module
+only finds where the text stops being safe to show.
+"""
+
+from __future__ import annotations
+
+from pydantic import JsonValue
+from pydantic_core import from_json
+
+__all__ = ["Partial", "consistent"]
+
+_NUMBER = frozenset("0123456789+-.eE")
+_OPENERS = frozenset('{["')
+
+
+class Partial:
+    """The partial value of one JSON text fed piece by piece.
+
+    ``unwrap``, when given, is the key of a wrapper object whose value is
+    the answer (``{"response": ...}``): the partial is that value (an answer
+    that is not an object is taken bare).
+    """
+
+    __slots__ = ("_escaped", "_in_string", "_started", "_text", "_unwrap", "last")
+
+    def __init__(self, *, unwrap: str | None = None) -> None:
+        self._text = ""
+        self._in_string = False
+        self._escaped = False
+        self._started = False
+        self._unwrap = unwrap
+        self.last: JsonValue = None
+        """The latest partial reported (``None`` before the first)."""
+
+    def feed(self, piece: str) -> JsonValue | None:
+        """Add ``piece``; the new partial value when it changed, else ``None``."""
+        if not piece:
+            return None
+        if not self._started:
+            piece = piece.lstrip()
+            if piece.startswith("```"):  # a fence before the JSON (prompted answers)
+                newline = piece.find("\n")
+                piece = "" if newline < 0 else piece[newline + 1 :].lstrip()
+            if not piece:
+                return None
+            if piece[0] not in _OPENERS:
+                self._started = True
+                self._text = "\0"  # not JSON: nothing to show, ever
+                return None
+            self._started = True
+        elif self._text == "\0":
+            return None
+        self._text += piece
+        self._scan(piece)
+        value = self._value()
+        if value is None or value == self.last:
+            return None
+        self.last = value
+        return value
+
+    def _scan(self, piece: str) -> None:
+        in_string, escaped = self._in_string, self._escaped
+        for char in piece:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = in_string
+            elif char == '"':
+                in_string = not in_string
+        self._in_string, self._escaped = in_string, escaped
+
+    def _value(self) -> JsonValue | None:
+        text = self._text
+        if not self._in_string:
+            end = len(text.rstrip())
+            cut = end
+            while cut > 0 and text[cut - 1] in _NUMBER:
+                cut -= 1
+            if cut < end and end == len(text):  # a number that may go on
+                text = text[:cut]
+        try:
+            value: JsonValue = from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            return None
+        if self._unwrap is not None and isinstance(value, dict):
+            if self._unwrap not in value:
+                return None  # the wrapper's key has not arrived (or a bare object)
+            value = value[self._unwrap]
+        return value
+
+
+def consistent(partial: JsonValue, final: JsonValue) -> bool:
+    """Whether ``partial`` could be a partial of ``final``: an object's keys
+    among the final's with consistent values, a list no longer than the
+    final's with consistent items, a string a prefix of the final's, and
+    anything else equal."""
+    if isinstance(partial, dict):
+        return isinstance(final, dict) and all(
+            key in final and consistent(value, final[key]) for key, value in partial.items()
+        )
+    if isinstance(partial, list):
+        return (
+            isinstance(final, list)
+            and len(partial) <= len(final)
+            and all(consistent(p, f) for p, f in zip(partial, final, strict=False))
+        )
+    if isinstance(partial, str):
+        return isinstance(final, str) and final.startswith(partial)
+    return type(partial) is type(final) and partial == final

@@ -163,7 +163,9 @@ class _Server:
             shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
         # a client's session: what the messages sent add to its stored ones
         given: RunInput = (
-            functools.partial(new_messages, sent=sent) if shown and not made else list(sent)
+            functools.partial(new_messages, sent=sent, output=agent.output)
+            if shown and not made
+            else list(sent)
         )
         run = Run(
             agent,

@@ -6,7 +6,9 @@ it starts (a conflicting history, a busy session, calls that wait for a
 decision) is an HTTP error, streamed or not. A run that ends ``suspended``
 answers with a text naming what waits, and ``seamkit: {outcome, session,
 pending}`` beside the choices (on a stream, in the chunk that carries the
-finish reason).
+finish reason). An app with a declared output (`seamkit.Agent.output`)
+answers with the validated value's JSON, streamed or not: a stream holds
+the model's text and sends the JSON once the run completed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from seamkit.plugins import continue_trace
 from seamkit.stream import Event, RunFinished, TextDelta
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from ._conversation import SEPARATOR, reply_text
+from ._conversation import SEPARATOR, answer_json, reply_text
 from ._pending import described, notice, waiting
 from ._wire import ApiError, chunk, completion, new_id, sse
 
@@ -174,9 +176,12 @@ class Run:
         turn_with_text = 0
         sent_text: list[str] = []
         kept = False
+        # a structured run's text is its answers, held: the reply is the
+        # validated value's JSON, sent once the run completed
+        held = self.agent.output is not None
         try:
             while event is not None:
-                if isinstance(event, TextDelta) and event.text:
+                if isinstance(event, TextDelta) and event.text and not held:
                     text = event.text
                     if turn_with_text and event.turn != turn_with_text:
                         text = SEPARATOR + text
@@ -231,10 +236,15 @@ class Run:
             return "", "stop", ApiError(500, outcome.error, type="server_error", code="run_failed")
         if isinstance(outcome, seamkit.Cancelled):
             return "", "stop", ApiError(504, "the run was cancelled", type="server_error")
-        text = reply_text(added(result.transcript, self.continues))
-        output = result.output if isinstance(result.output, str) else None
-        if output and not text.endswith(output):
-            text = f"{text}{SEPARATOR}{output}" if text else output
+        declared = self.agent.output
+        if declared is not None:  # the validated value only: never an answer it rejected
+            completed = isinstance(outcome, seamkit.Completed)
+            text = answer_json(declared, result.output) if completed else ""
+        else:
+            text = reply_text(added(result.transcript, self.continues))
+            output = result.output if isinstance(result.output, str) else None
+            if output and not text.endswith(output):
+                text = f"{text}{SEPARATOR}{output}" if text else output
         if isinstance(outcome, seamkit.Terminated) and not text:
             text = outcome.reason
         if isinstance(outcome, seamkit.Suspended):
@@ -273,7 +283,8 @@ def added(
     transcript: Sequence[seamkit.Message], continues: frozenset[str] = frozenset()
 ) -> list[seamkit.Message]:
     """What a run added to ``transcript``: the messages after the model turn
-    that made the calls it ``continues``, or else after the last user message."""
+    that made the calls it ``continues``, or else after the user's last
+    message (the run's feedback to its model is not the user's)."""
     if continues:
         for i in range(len(transcript) - 1, -1, -1):
             message = transcript[i]
@@ -282,7 +293,7 @@ def added(
             ):
                 return list(transcript[i + 1 :])
     for i in range(len(transcript) - 1, -1, -1):
-        if transcript[i].role == "user":
+        if transcript[i].from_user:
             return list(transcript[i + 1 :])
     return list(transcript)
 

@@ -10,7 +10,15 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from seamkit import Message, ModelRequest, Redactor, ToolCall, secret_json
+from seamkit import (
+    Message,
+    ModelRequest,
+    Output,
+    OutputDefinitionError,
+    Redactor,
+    ToolCall,
+    secret_json,
+)
 
 __all__ = [
     "arguments_json",
@@ -19,6 +27,7 @@ __all__ = [
     "output_messages",
     "system_instructions",
     "to_json",
+    "value_json",
 ]
 
 
@@ -112,3 +121,15 @@ def arguments_json(call: ToolCall, redact: Redactor) -> str:
 def final_output(text: str, redact: Redactor) -> str:
     """``gen_ai.output.messages`` of a run's final output (its agent span)."""
     return redact(to_json([{"role": "assistant", "parts": [{"type": "text", "content": text}]}]))
+
+
+def value_json(value: object) -> str:
+    """A structured run's validated value as JSON (`seamkit.Output.dump`), not
+    its ``repr``; a value no output type describes is written as `to_json`
+    writes it."""
+    try:
+        declared: Output[object] = Output(type(value))
+        dumped = declared.dump(value)
+    except (OutputDefinitionError, ValueError):
+        return to_json(value)
+    return to_json(dumped)

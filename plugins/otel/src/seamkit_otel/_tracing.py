@@ -17,6 +17,10 @@ OpenTelemetry GenAI semantic conventions.
 - the ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``
   histograms per model call, and the ``seamkit.approval.requests``,
   ``seamkit.approval.decisions`` and ``seamkit.tool.in_doubt`` counters.
+- a run with a declared output (`seamkit.Output`) says so on its span:
+  ``gen_ai.output.type`` ``json``, ``seamkit.output.type`` and
+  ``seamkit.output.mode``, and ``seamkit.output.retries`` (its `OutputRetry`
+  events); its captured output is the validated value's JSON.
 
 Every text goes through the run's redactor (``ctx.redactor``, plus the
 ``telemetry: redact_patterns``) before an attribute or event is made.
@@ -44,6 +48,7 @@ from seamkit.stream import (
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
+    OutputRetry,
     RunFinished,
     RunStarted,
     ToolExecutionEnd,
@@ -58,6 +63,7 @@ from ._content import (
     output_messages,
     system_instructions,
     to_json,
+    value_json,
 )
 from ._providers import capture_content_default
 from ._setup import Instruments, Setup
@@ -133,6 +139,10 @@ class _Run:
     tools: dict[str, list[_Open]] = field(default_factory=dict)
     approved: dict[str, Attributes] = field(default_factory=dict)
     """What the ``execute_tool`` span of a decided call adds, by call id."""
+    structured: bool = False
+    """Whether the run declared an output (`seamkit.Output`)."""
+    retries: int = 0
+    """The run's `OutputRetry` events so far: answers it did not accept."""
 
     def clean(self, attributes: Mapping[str, AttributeValue | None]) -> Attributes:
         """``attributes`` without ``None`` values, every text redacted."""
@@ -168,6 +178,7 @@ class Tracing:
             CallDecided: self._call_decided,
             CallInDoubt: self._call_in_doubt,
             JournalReplayed: self._journal_replayed,
+            OutputRetry: self._output_retry,
             RunFinished: self._run_finished,
         }
         self._handlers = handlers
@@ -219,6 +230,11 @@ class Tracing:
             attributes["gen_ai.request.model"] = redact(model)
         if event.session is not None:
             attributes["gen_ai.conversation.id"] = redact(event.session)
+        if event.output is not None:  # a declared output: the answer is JSON
+            attributes["gen_ai.output.type"] = "json"
+            attributes["seamkit.output.type"] = redact(event.output)
+            if event.output_mode is not None:
+                attributes["seamkit.output.mode"] = event.output_mode
         span = instruments.tracer.start_span(
             redact(f"invoke_agent {event.agent_name}"),
             kind=SpanKind.INTERNAL,
@@ -233,6 +249,7 @@ class Tracing:
             model,
             _open(span, parent),
             parent,
+            structured=event.output is not None,
         )
 
     def _run_finished(self, ctx: HookContext, run: _Run, event: RunFinished) -> None:
@@ -260,6 +277,7 @@ class Tracing:
                     ),
                     "gen_ai.usage.input_tokens": result.usage.input_tokens,
                     "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                    "seamkit.output.retries": run.retries if run.structured else None,
                 }
             )
         )
@@ -270,9 +288,19 @@ class Tracing:
         elif outcome.kind == "cancelled":
             span.set_attribute("error.type", "cancelled")
             span.set_status(Status(StatusCode.ERROR, "cancelled"))
+        if not run.capture:
+            return
+        if run.structured:  # the validated value's JSON; none when the run did not complete
+            if result.output is not None:
+                value = value_json(result.output)
+                span.set_attribute("gen_ai.output.messages", final_output(value, run.redact))
+            return
         shown = result.output if isinstance(result.output, str) else result.text
-        if run.capture and shown:
+        if shown:
             span.set_attribute("gen_ai.output.messages", final_output(shown, run.redact))
+
+    def _output_retry(self, ctx: HookContext, run: _Run, event: OutputRetry) -> None:
+        run.retries += 1
 
     # --- model calls --------------------------------------------------------
 

@@ -37,12 +37,12 @@ def run(agent: seamkit.Agent, input: Any, **options: Any) -> seamkit.RunResult:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_structured_run_saves_its_feedback_and_the_next_run_continues(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: seamkit.OutputMode
 ) -> None:
     script = [{"output": {"name": "Ann"}}, {"output": ACCEPTED}]
     agent = seamkit.Agent(
         ScriptedModel(script, each_run=True),
-        output=seamkit.Output(Record, mode=mode),  # type: ignore[arg-type]
+        output=seamkit.Output(Record, mode=mode),
         plugin_hooks=False,
         store=tmp_path / "s.sqlite",
     )
@@ -106,7 +106,7 @@ asyncio.run(main())
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_crash_after_the_answer_was_journaled_resumes_to_the_validated_value(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: seamkit.OutputMode
 ) -> None:
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(_APP), encoding="utf-8")
@@ -141,7 +141,7 @@ def lookup(person: str) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_run_suspended_before_its_answer_continues_to_the_validated_value(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: seamkit.OutputMode
 ) -> None:
     script = [
         {"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"person": "Ann"}}]},
@@ -151,7 +151,7 @@ def test_a_run_suspended_before_its_answer_continues_to_the_validated_value(
     agent = seamkit.Agent(
         ScriptedModel(script),
         tools=[lookup],
-        output=seamkit.Output(Record, mode=mode),  # type: ignore[arg-type]
+        output=seamkit.Output(Record, mode=mode),
         plugin_hooks=False,
         store=tmp_path / "s.sqlite",
     )

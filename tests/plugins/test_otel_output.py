@@ -50,7 +50,7 @@ def _agent_span(exported: Exported) -> dict[str, Any]:
 @pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("mode", ["tool", "native"])
 def test_the_agent_span_records_the_output_its_mode_and_retries(
-    exported: Exported, monkeypatch: pytest.MonkeyPatch, mode: str, streaming: bool
+    exported: Exported, monkeypatch: pytest.MonkeyPatch, mode: seamkit.OutputMode, streaming: bool
 ) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     script = [{"output": {"name": "Ann"}}, {"output": {"age": "x"}}, {"output": ACCEPTED}]

@@ -10,15 +10,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from seamkit import (
-    Message,
-    ModelRequest,
-    Output,
-    OutputDefinitionError,
-    Redactor,
-    ToolCall,
-    secret_json,
-)
+from pydantic_core import to_jsonable_python
+from seamkit import Message, ModelRequest, Redactor, ToolCall, secret_json
 
 __all__ = [
     "arguments_json",
@@ -124,12 +117,7 @@ def final_output(text: str, redact: Redactor) -> str:
 
 
 def value_json(value: object) -> str:
-    """A structured run's validated value as JSON (`seamkit.Output.dump`), not
-    its ``repr``; a value no output type describes is written as `to_json`
-    writes it."""
-    try:
-        declared: Output[object] = Output(type(value))
-        dumped = declared.dump(value)
-    except (OutputDefinitionError, ValueError):
-        return to_json(value)
-    return to_json(dumped)
+    """A structured run's validated value as JSON (a model, a dataclass, a
+    TypedDict's dict, a scalar or list: by alias, as `seamkit.Output.dump`
+    writes it), not its ``repr``."""
+    return to_json(to_jsonable_python(value, by_alias=True, fallback=repr))

@@ -190,6 +190,10 @@ def test_trace_shows_a_line_per_answer_not_accepted(tmp_path: Path) -> None:
     assert len(retries) == 4
     assert any("answer not accepted: name: 1 is not of type" in line for line in retries)
     assert any("answer not accepted: (answer): 'name' is a required" in line for line in retries)
+    # --json runs without streaming: the timeline still has them
+    quiet = invoke("run", str(path), "hi", "--trace", "--json")
+    assert json.loads(quiet.stdout)["output"] == {"name": "ann"}
+    assert sum("answer not accepted" in line for line in quiet.stderr.splitlines()) == 2
 
 
 def test_output_schema_file_overrides_the_manifest(tmp_path: Path) -> None:

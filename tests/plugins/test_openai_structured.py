@@ -343,6 +343,15 @@ def test_argument_fragments_reach_the_agent_stream_as_output_deltas(
     assert events[-1].result.output == Person(**VALUE)
 
 
+def test_a_whole_answer_to_a_streamed_request_yields_each_call_as_one_fragment(
+    server: ReplayServer,
+) -> None:
+    server.script("p-whole", call(ANSWER))  # a server that ignores stream: true
+    items = asyncio.run(_collect(model_for(server, "p-whole").stream(native())))
+    assert items[:-1] == [ToolArgumentsDelta(0, "call_1", "final_result", ANSWER)]
+    assert isinstance(items[-1], seamkit.ModelTurn)
+
+
 async def _collect(items: Any) -> list[Any]:
     return [item async for item in items]
 

@@ -239,6 +239,9 @@ class OpenAIModel:
                 turn = self._whole(raw, request)
                 if turn.message.text:
                     yield turn.message.text
+                for index, call in enumerate(turn.message.tool_calls or ()):
+                    name, arguments = call.function.name, call.function.arguments
+                    yield ToolArgumentsDelta(index, call.id, name, arguments)
                 yield turn
                 return
             assembler = TurnAssembler()

@@ -90,8 +90,10 @@ def _arguments_text(value: Any) -> str:
 
 
 class TurnAssembler:
-    """Collects a streamed answer: `feed` each chunk's parsed JSON, take the
-    text it returns as the next delta, then `finish` for the turn."""
+    """Collects a streamed answer: `feed` each chunk's parsed JSON, yield what
+    it returns (text deltas and argument fragments), then `finish` for the
+    turn and `reason` for its finish reason. ``refused`` says whether any of
+    the text was a refusal."""
 
     __slots__ = (
         "_by_id",

@@ -71,6 +71,8 @@ import yaml
 from seamkit.stream import RunFinished, TextDelta
 from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
 
+from tests.plugins.openai_server import ReplayServer, Reply
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MOCK_TEXT = "Hello from LiteLLM"
@@ -235,10 +237,12 @@ def litellm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return litellm
 
 
-def _start(litellm: Path, directory: Path, general: dict[str, Any]) -> Proxy:
+def _start(
+    litellm: Path, directory: Path, general: dict[str, Any], more: list[dict[str, Any]]
+) -> Proxy:
     directory.mkdir(parents=True, exist_ok=True)
     config = {
-        "model_list": MODEL_LIST,
+        "model_list": MODEL_LIST + more,
         "general_settings": {"master_key": MASTER_KEY, **general},
         "router_settings": {"num_retries": 0},
     }
@@ -306,19 +310,44 @@ class Proxies:
     """``custom_auth``: a wrong key gets a 401 that echoes it."""
 
 
+UPSTREAM_MODEL = "upstream-json"
+"""A proxy model that LiteLLM forwards to the replay server (not a mock): what
+reaches it is what LiteLLM passed through."""
+
+
 @pytest.fixture(scope="module")
-def proxies(litellm_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxies]:
+def upstream() -> Iterator[ReplayServer]:
+    """The replay server behind the proxies' ``upstream-json`` model."""
+    with ReplayServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def proxies(
+    litellm_bin: Path, upstream: ReplayServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Proxies]:
+    forwarded = [
+        {
+            "model_name": UPSTREAM_MODEL,
+            "litellm_params": {
+                "model": f"openai/{UPSTREAM_MODEL}",
+                "api_base": upstream.base_url,
+                "api_key": "fake",
+            },
+        }
+    ]
     root = tmp_path_factory.mktemp("litellm")
     (root / "auth").mkdir()
     (root / "auth" / "seamkit_test_auth.py").write_text(CUSTOM_AUTH, encoding="utf-8")
     started: list[Proxy] = []
     try:
-        started.append(_start(litellm_bin, root / "stock", {}))
+        started.append(_start(litellm_bin, root / "stock", {}, forwarded))
         started.append(
             _start(
                 litellm_bin,
                 root / "auth",
                 {"custom_auth": "seamkit_test_auth.user_api_key_auth"},
+                forwarded,
             )
         )
         deadline = time.monotonic() + BOOT_SECONDS
@@ -660,3 +689,44 @@ def test_seamkit_run_with_a_wrong_key_names_its_variable(auth: Proxy, tmp_path: 
     assert done.returncode == 1, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "[failed" in done.stderr and "LITELLM_KEY" in done.stderr, done.stderr
     _assert_no_canary(done.stdout + done.stderr, "seamkit run's output")
+
+
+# --- structured output through the proxy ---------------------------------------------
+
+
+def test_a_native_structured_run_passes_response_format_through_the_proxy(
+    stock: Proxy, upstream: ReplayServer
+) -> None:
+    """LiteLLM forwards the provider's ``response_format`` to the server behind
+    it unchanged, and the server's JSON content comes back as the run's value."""
+    record = {"city": "Paris", "population": 2100000}
+    answer = {
+        "id": "chatcmpl-upstream",
+        "object": "chat.completion",
+        "created": 1,
+        "model": UPSTREAM_MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": json.dumps(record)},
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14},
+    }
+    upstream.script(UPSTREAM_MODEL, Reply.json(answer))
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "population": {"type": "integer"}},
+        "required": ["city", "population"],
+    }
+    output = seamkit.Output(schema, mode="native", name="city_record")
+    agent = seamkit.Agent(_model(stock, UPSTREAM_MODEL), output=output)
+    result = asyncio.run(agent.run("Paris?"))
+    assert result.outcome == seamkit.Completed(), result.outcome
+    assert result.output == record
+    (seen,) = [r.body for r in upstream.requests if r.path.endswith("/chat/completions")]
+    assert seen["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "city_record", "schema": output.json_schema, "strict": True},
+    }

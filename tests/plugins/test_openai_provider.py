@@ -26,7 +26,7 @@ import seamkit
 import seamkit_openai
 from seamkit import flow
 from seamkit.plugins import get_registry
-from seamkit.stream import RunFinished, TextDelta, ToolCallEmitted
+from seamkit.stream import RunFinished, TextDelta, ToolArgumentsDelta, ToolCallEmitted
 from seamkit_openai import OpenAIConfig, build_model
 
 from tests.conftest import free_port
@@ -324,8 +324,8 @@ def test_a_streamed_transcript_gives_its_deltas_and_turn(
 ) -> None:
     server.script(f"q-{name}", Reply.transcript(name))
     items = asyncio.run(streamed(model_for(server, f"q-{name}"), ask()))
-    *texts, turn = items
-    assert texts == deltas
+    *pieces, turn = items
+    assert [p for p in pieces if isinstance(p, str)] == deltas
     assert isinstance(turn, seamkit.ModelTurn)
     assert turn.message.text == "".join(deltas)
     got = [
@@ -333,6 +333,15 @@ def test_a_streamed_transcript_gives_its_deltas_and_turn(
         for c in turn.message.tool_calls or ()
     ]
     assert got == calls
+    # each call's arguments also arrive as fragments, at the call's position
+    fragments = [p for p in pieces if isinstance(p, ToolArgumentsDelta)]
+    assert len(fragments) + len(deltas) == len(pieces)
+    joined: dict[int, str] = {}
+    for fragment in fragments:
+        joined[fragment.index] = joined.get(fragment.index, "") + fragment.text
+        assert (fragment.id, fragment.name) == calls[fragment.index][:2]
+    assert [json.loads(joined[i]) for i in sorted(joined)] == [c[2] for c in calls]
+    assert (turn.finish_reason == "refusal") is (name == "refusal")
     assert (turn.usage.input_tokens, turn.usage.output_tokens) == tokens
     assert turn.usage.requests == 1
 

@@ -1,6 +1,10 @@
 """From the server's answer to a `seamkit.ModelTurn`: `TurnAssembler` puts a
 streamed answer together chunk by chunk; `turn_from_completion` reads a whole
-one. Both give the same turn for the same answer.
+one. Both give the same turn for the same answer. While a stream is fed, the
+assembler hands back what each chunk adds: its text, and each tool call's
+argument fragments as `seamkit.stream.ToolArgumentsDelta` (``index`` the
+call's position in the order the calls began, ``id`` and ``name`` as far as
+they are known), so the kernel can show a structured answer's partial value.
 
 What servers send differs from OpenAI's own stream in ways reported in public
 issues; the assembler accepts each (the replay tests hold a transcript of
@@ -14,7 +18,9 @@ every one, with its source):
   index 0 (Ollama), and id and name repeated in every fragment (DeepSeek,
   Qwen): a fragment with an id not seen before opens a new call; id and name
   are set once; argument text is appended;
-- ``refusal`` text, which becomes the turn's text;
+- ``refusal`` text (``message.refusal``, or ``delta.refusal`` pieces), which
+  becomes the turn's text, with ``finish_reason="refusal"`` (how seamkit
+  reports a refusal: a run with a declared output ends ``failed``);
 - ``finish_reason`` spellings other than OpenAI's (``eos``, ``eos_token``,
   ``""``): all read as ``stop``.
 """
@@ -26,9 +32,12 @@ import uuid
 from typing import Any
 
 import seamkit
+from seamkit.stream import ToolArgumentsDelta
 
 __all__ = [
     "FAILED_FINISHES",
+    "REFUSAL",
+    "Piece",
     "TurnAssembler",
     "is_filtered",
     "turn_from_completion",
@@ -38,6 +47,12 @@ __all__ = [
 FAILED_FINISHES = frozenset({"error", "abort", "network_error"})
 """Finish reasons that mean the server gave up on the answer (vLLM's ``abort``,
 OpenRouter's ``error``): the turn fails."""
+
+REFUSAL = "refusal"
+"""The finish reason of a turn in which the model refused to answer."""
+
+Piece = str | ToolArgumentsDelta
+"""What one chunk adds that a stream yields: text, or a call's argument fragment."""
 
 _FILTERED = frozenset({"content_filter", "sensitive"})
 
@@ -56,11 +71,12 @@ def usage_of(data: Any) -> seamkit.Usage | None:
 
 
 class _Call:
-    __slots__ = ("arguments", "id", "index", "name")
+    __slots__ = ("arguments", "id", "index", "name", "position")
 
-    def __init__(self, id: str, index: int | None) -> None:
+    def __init__(self, id: str, index: int | None, position: int) -> None:
         self.id = id
         self.index = index
+        self.position = position
         self.name = ""
         self.arguments: list[str] = []
 
@@ -74,13 +90,25 @@ def _arguments_text(value: Any) -> str:
 
 
 class TurnAssembler:
-    """Collects a streamed answer: `feed` each chunk's parsed JSON, take the
-    text it returns as the next delta, then `finish` for the turn."""
+    """Collects a streamed answer: `feed` each chunk's parsed JSON, yield what
+    it returns (text deltas and argument fragments), then `finish` for the
+    turn and `reason` for its finish reason. ``refused`` says whether any of
+    the text was a refusal."""
 
-    __slots__ = ("_by_id", "_by_index", "_calls", "_text", "chunks", "finish_reason", "usage")
+    __slots__ = (
+        "_by_id",
+        "_by_index",
+        "_calls",
+        "_text",
+        "chunks",
+        "finish_reason",
+        "refused",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self._text: list[str] = []
+        self.refused = False
         self._calls: list[_Call] = []
         self._by_index: dict[int, _Call] = {}
         self._by_id: dict[str, _Call] = {}
@@ -88,16 +116,17 @@ class TurnAssembler:
         self.usage: seamkit.Usage | None = None
         self.chunks = 0
 
-    def feed(self, chunk: dict[str, Any]) -> str:
-        """Take one chunk; return the text it adds (``""`` if none)."""
+    def feed(self, chunk: dict[str, Any]) -> list[Piece]:
+        """Take one chunk; return what it adds, in order: text (content or
+        refusal) and tool-call argument fragments (none: ``[]``)."""
         self.chunks += 1
         usage = chunk.get("usage")
         if usage:
             self.usage = usage_of(usage)
         choices = chunk.get("choices")
         if not choices:
-            return ""
-        added = ""
+            return []
+        added: list[Piece] = []
         for choice in choices:
             if choice.get("index", 0) != 0:
                 continue  # only the first choice is the turn (n > 1 is not supported)
@@ -105,21 +134,24 @@ class TurnAssembler:
             text = delta.get("content")
             if text:
                 self._text.append(text)
-                added += text
+                added.append(text)
             refusal = delta.get("refusal")
             if refusal:
+                self.refused = True
                 self._text.append(refusal)
-                added += refusal
+                added.append(refusal)
             fragments = delta.get("tool_calls")
             if fragments:
                 for fragment in fragments:
-                    self._fragment(fragment)
+                    piece = self._fragment(fragment)
+                    if piece is not None:
+                        added.append(piece)
             reason = choice.get("finish_reason")
             if reason is not None:
                 self.finish_reason = reason
         return added
 
-    def _fragment(self, fragment: dict[str, Any]) -> None:
+    def _fragment(self, fragment: dict[str, Any]) -> ToolArgumentsDelta | None:
         call_id = fragment.get("id") or ""
         function = fragment.get("function") or {}
         index = fragment.get("index")
@@ -140,11 +172,13 @@ class TurnAssembler:
         if name and not call.name:
             call.name = name
         arguments = _arguments_text(function.get("arguments"))
-        if arguments:
-            call.arguments.append(arguments)
+        if not arguments:
+            return None
+        call.arguments.append(arguments)
+        return ToolArgumentsDelta(call.position, call.id or None, call.name or None, arguments)
 
     def _open(self, call_id: str, index: int | None) -> _Call:
-        call = _Call(call_id, index)
+        call = _Call(call_id, index, len(self._calls))
         self._calls.append(call)
         if call_id:
             self._by_id[call_id] = call
@@ -162,6 +196,12 @@ class TurnAssembler:
             return None
         call = self._calls[-1]
         return call.name, sum(len(a) for a in call.arguments)
+
+    @property
+    def reason(self) -> str | None:
+        """The turn's finish reason: the server's, or ``"refusal"`` when the
+        model refused (unless the server gave up or filtered the answer)."""
+        return _reason(self.finish_reason, refused=self.refused)
 
     def finish(self) -> seamkit.ModelTurn:
         """The turn the chunks fed so far make: calls in the order of their
@@ -198,7 +238,8 @@ def turn_from_completion(body: dict[str, Any]) -> tuple[seamkit.ModelTurn, str |
     if choice is None:
         return _turn("", [], usage_of(body.get("usage"))), None
     message = choice.get("message") or {}
-    text = (message.get("content") or "") + (message.get("refusal") or "")
+    refusal = message.get("refusal") or ""
+    text = (message.get("content") or "") + refusal
     calls = [
         (
             call.get("id") or "",
@@ -207,7 +248,14 @@ def turn_from_completion(body: dict[str, Any]) -> tuple[seamkit.ModelTurn, str |
         )
         for call in message.get("tool_calls") or ()
     ]
-    return _turn(text, calls, usage_of(body.get("usage"))), choice.get("finish_reason")
+    reason = _reason(choice.get("finish_reason"), refused=bool(refusal))
+    return _turn(text, calls, usage_of(body.get("usage"))), reason
+
+
+def _reason(reason: str | None, *, refused: bool) -> str | None:
+    if refused and reason not in FAILED_FINISHES and not is_filtered(reason):
+        return REFUSAL
+    return reason
 
 
 def is_filtered(reason: str | None) -> bool:

@@ -83,6 +83,12 @@ class OpenAIConfig(seamkit.ModelConfig):
     max_connections: int = Field(
         default=1000, gt=0, description="Connections open at once to the server, at most."
     )
+    native_output: bool = Field(
+        default=True,
+        description="Whether the server takes JSON Schema response formats "
+        "(response_format type json_schema); when false, a run's output in mode auto "
+        "uses an output tool instead, and mode native is an error.",
+    )
 
     @field_validator("extra_body")
     @classmethod

@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import seamkit
 from httpx_sse import EventSource
+from seamkit.stream import ToolArgumentsDelta
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig, key_origin
@@ -32,6 +33,9 @@ _DRAIN_SECONDS = 1.0
 is dropped instead of reused."""
 
 
+_ALL_MODES = frozenset({"native", "tool", "prompted"})
+"""The structured-output modes the provider serves."""
+
 _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
@@ -44,6 +48,10 @@ class OpenAIModel:
     (`seamkit.ContextLengthExceeded` for a request too long for the model),
     never with the API key in them. Use ``async with`` (or `aclose`) to close
     its connections; an agent built from a manifest closes them with itself.
+
+    ``output_modes`` says which structured-output modes it serves: ``native``
+    (``response_format`` with a JSON Schema; left out when the config says
+    ``native_output: false``), ``tool`` and ``prompted``.
     """
 
     def __init__(self, config: OpenAIConfig) -> None:
@@ -56,6 +64,9 @@ class OpenAIModel:
         self._headers = self._make_headers()
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.output_modes: frozenset[str] = (
+            _ALL_MODES if self.config.native_output else _ALL_MODES - {"native"}
+        )
 
     def _make_headers(self) -> dict[str, str]:
         config = self.config
@@ -191,11 +202,11 @@ class OpenAIModel:
                 raw = await response.aread()
             except httpx.TransportError as exc:
                 raise self._cut(None, exc) from None
-        return self._whole(raw)
+        return self._whole(raw, request)
 
-    def _whole(self, raw: bytes) -> seamkit.ModelTurn:
+    def _whole(self, raw: bytes, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
         turn, reason = turn_from_completion(self._object(raw, "an answer"))
-        return self._finished(turn, reason)
+        return self._finished(turn, reason, request)
 
     def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
         """``raw`` as a JSON object; an error when it is not one, or when it
@@ -215,15 +226,22 @@ class OpenAIModel:
             )
         return data
 
-    async def stream(self, request: seamkit.ModelRequest) -> AsyncIterator[str | seamkit.ModelTurn]:
-        """The answer's text as it arrives, then the turn."""
+    async def stream(
+        self, request: seamkit.ModelRequest
+    ) -> AsyncIterator[str | ToolArgumentsDelta | seamkit.ModelTurn]:
+        """The answer's text (content and refusal) and its tool calls' argument
+        fragments (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then
+        the turn."""
         body = request_body(request, self.config, stream=True)
         async with self._answer(body) as response:
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 raw = await response.aread()  # a server that ignored stream: true
-                turn = self._whole(raw)
+                turn = self._whole(raw, request)
                 if turn.message.text:
                     yield turn.message.text
+                for index, call in enumerate(turn.message.tool_calls or ()):
+                    name, arguments = call.function.name, call.function.arguments
+                    yield ToolArgumentsDelta(index, call.id, name, arguments)
                 yield turn
                 return
             assembler = TurnAssembler()
@@ -238,9 +256,8 @@ class OpenAIModel:
                     if not data:
                         continue
                     chunk = self._object(data, "a stream event")
-                    text = assembler.feed(chunk)
-                    if text:
-                        yield text
+                    for piece in assembler.feed(chunk):
+                        yield piece
             except httpx.TransportError as exc:
                 raise self._cut(assembler, exc) from None
             if not done and assembler.finish_reason is None:
@@ -250,7 +267,7 @@ class OpenAIModel:
                     async with asyncio.timeout(_DRAIN_SECONDS):
                         async for _ in events:
                             pass
-        yield self._finished(assembler.finish(), assembler.finish_reason)
+        yield self._finished(assembler.finish(), assembler.reason, request)
 
     def _cut(
         self, assembler: TurnAssembler | None, exc: httpx.TransportError | None
@@ -283,8 +300,12 @@ class OpenAIModel:
             hint="the server or the network dropped the stream; run again",
         )
 
-    def _finished(self, turn: seamkit.ModelTurn, reason: str | None) -> seamkit.ModelTurn:
-        """``turn``, unless its finish reason says it is not an answer."""
+    def _finished(
+        self, turn: seamkit.ModelTurn, reason: str | None, request: seamkit.ModelRequest
+    ) -> seamkit.ModelTurn:
+        """``turn``, unless its finish reason says it is not an answer. A turn
+        cut at the token limit in the middle of the run's output tool is an
+        answer: the run tells the model it did not validate."""
         if reason in FAILED_FINISHES:
             raise seamkit.ModelError(
                 f"{self.where} gave up on the answer (finish_reason {reason!r})",
@@ -297,7 +318,11 @@ class OpenAIModel:
                 provider="openai",
             )
         if reason == "length":
+            output = request.output
+            answer = output.name if output is not None and output.mode == "tool" else None
             for call in turn.message.tool_calls or ():
+                if call.function.name == answer:
+                    continue
                 try:
                     json.loads(call.function.arguments)
                 except ValueError:

@@ -16,6 +16,12 @@
   ``max_tokens``, by ``token_limit_field``); ``tool_choice`` as the string, or
   ``{"type": "function", "function": {"name": ...}}`` for a tool's name;
   ``tools`` as functions (left out, with ``tool_choice``, when there are none);
+- a run's declared output in ``native`` mode (``request.output``) as
+  ``response_format: {"type": "json_schema", "json_schema": {"name", "schema",
+  "strict", "description"}}`` (``description`` only when set); in ``tool`` and
+  ``prompted`` mode no ``response_format`` (the output tool is among ``tools``,
+  the schema in the preamble); with ``native_output: false`` a native request
+  is an error, as the server takes no JSON Schema response format;
 - then the config's ``extra_body``, then the request's ``additional_params``
   (a later one wins; neither may set ``messages`` or ``stream``).
 """
@@ -29,7 +35,7 @@ import seamkit
 
 from ._config import RESERVED_BODY_KEYS, OpenAIConfig
 
-__all__ = ["render_documents", "request_body"]
+__all__ = ["render_documents", "request_body", "response_format"]
 
 _PLAIN_CHOICES = frozenset({"auto", "none", "required"})
 
@@ -56,6 +62,29 @@ def _system(request: seamkit.ModelRequest) -> str | None:
         return request.preamble
     documents = render_documents(request.extra_context)
     return f"{request.preamble}\n\n{documents}" if request.preamble else documents
+
+
+def response_format(output: seamkit.OutputSpec, config: OpenAIConfig) -> dict[str, Any]:
+    """The ``response_format`` that asks the server for ``output`` (native
+    mode). Raises `seamkit.ModelError` when the config says the server takes
+    none (``native_output: false``)."""
+    if not config.native_output:
+        raise seamkit.ModelError(
+            f"the run asks model {config.name!r} for native structured output, but its "
+            "config says native_output: false (the server takes no json_schema "
+            "response_format)",
+            provider="openai",
+            hint="declare the output with mode 'tool' or 'prompted' (or 'auto'), or set "
+            "native_output: true if the server does take json_schema response formats",
+        )
+    schema: dict[str, Any] = {
+        "name": output.name,
+        "schema": output.json_schema,
+        "strict": output.strict,
+    }
+    if output.description is not None:
+        schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def request_body(
@@ -92,6 +121,8 @@ def request_body(
                 if choice in _PLAIN_CHOICES
                 else {"type": "function", "function": {"name": choice}}
             )
+    if request.output is not None and request.output.mode == "native":
+        body["response_format"] = response_format(request.output, config)
     if stream:
         body["stream"] = True
         if config.stream_usage:

@@ -29,7 +29,7 @@ from ._tool import Tool
 from ._tool_settings import SETTING_FIELDS, PerTool
 from ._types import Model
 
-__all__ = ["FunctionToolConfig", "resolve_function_tools"]
+__all__ = ["FunctionToolConfig", "import_ref", "resolve_function_tools"]
 
 __seamkit_api__ = 1
 
@@ -101,31 +101,42 @@ async def resolve_function_tools(config: FunctionToolConfig, build: BuildContext
 
 def resolve_ref(config: FunctionToolConfig, base_dir: str | None = None) -> list[Any]:
     """The callables ``config.ref`` names. Raises `SeamkitError` naming the ref."""
-    module_name, _, attr = config.ref.partition(":")
-    module = _import(module_name, config.ref, base_dir)
-    if attr:
-        target: Any = module
-        for part in attr.split("."):
-            target = getattr(target, part, None)
-            if target is None:
-                raise SeamkitError(
-                    f"function tool {config.ref!r}: module {module_name!r} has no {attr!r}",
-                    hint=f"check the name after ':' in ref (functions in the module: "
-                    f"{', '.join(_functions(module)) or 'none'})",
-                )
+    if ":" in config.ref:
+        target = import_ref(config.ref, base_dir, what="function tool")
         if not callable(target):
+            attr = config.ref.partition(":")[2]
             raise SeamkitError(f"function tool {config.ref!r}: {attr!r} is not callable")
         return [target]
+    module = _import(config.ref, config.ref, base_dir, "function tool")
     marked = [obj for obj in vars(module).values() if isinstance(obj, Tool)]
     if not marked:
         raise SeamkitError(
-            f"function tool {config.ref!r}: module {module_name!r} has no @seamkit.tool function",
+            f"function tool {config.ref!r}: module {config.ref!r} has no @seamkit.tool function",
             hint="mark functions with @seamkit.tool, or name one with 'module:function'",
         )
     return marked
 
 
-def _import(name: str, ref: str, base_dir: str | None) -> Any:
+def import_ref(ref: str, base_dir: str | None, *, what: str) -> object:
+    """The object ``ref`` (``"package.module:name"``, ``name`` possibly
+    dotted) names, its module imported as usual or, failing that, from
+    ``base_dir`` (the manifest's directory). Raises `SeamkitError` that
+    starts ``<what> '<ref>':`` and says what is wrong."""
+    module_name, _, attr = ref.partition(":")
+    module = _import(module_name, ref, base_dir, what)
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise SeamkitError(
+                f"{what} {ref!r}: module {module_name!r} has no {attr!r}",
+                hint=f"check the name after ':' in ref (functions in the module: "
+                f"{', '.join(_functions(module)) or 'none'})",
+            )
+    return target
+
+
+def _import(name: str, ref: str, base_dir: str | None, what: str) -> Any:
     added = False
     if base_dir is not None and base_dir not in sys.path:
         sys.path.insert(0, base_dir)
@@ -136,13 +147,13 @@ def _import(name: str, ref: str, base_dir: str | None) -> Any:
         if exc.name is not None and name.startswith(exc.name):
             where = f" (also looked in {Path(base_dir)})" if base_dir else ""
             raise SeamkitError(
-                f"function tool {ref!r}: no module named {name!r}{where}",
+                f"{what} {ref!r}: no module named {name!r}{where}",
                 hint="install the package that provides it, or fix the module path in ref",
             ) from None
-        raise SeamkitError(f"function tool {ref!r}: importing {name!r} failed: {exc}") from exc
+        raise SeamkitError(f"{what} {ref!r}: importing {name!r} failed: {exc}") from exc
     except Exception as exc:
         raise SeamkitError(
-            f"function tool {ref!r}: importing {name!r} failed: {type(exc).__name__}: {exc}"
+            f"{what} {ref!r}: importing {name!r} failed: {type(exc).__name__}: {exc}"
         ) from exc
     finally:
         if added:

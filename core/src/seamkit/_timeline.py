@@ -5,8 +5,9 @@ It needs nothing but the run-observer events (`seamkit.stream`): the run,
 its turns, each model call, each tool call (concurrent ones overlap) and each
 event whose hooks ran, as spans with offsets from the run's start; and, as
 instants, each call that began to wait for approval, each decision applied
-(and who made it), each call a crash left in doubt, and a run continued from
-its journal.
+(and who made it), each call a crash left in doubt, each answer a declared
+output did not accept (`seamkit.stream.OutputRetry`), and a run continued
+from its journal.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .stream import (
     ModelCallEnded,
     ModelCallStarted,
     ObservedEvent,
+    OutputRetry,
     RunFinished,
     RunStarted,
     ToolExecutionEnd,
@@ -38,12 +40,21 @@ from .stream import (
 __all__ = ["RunTrace", "Span", "SpanKind", "Timeline"]
 
 SpanKind = Literal[
-    "run", "turn", "model", "tool", "hook", "approval", "decision", "in_doubt", "journal"
+    "run",
+    "turn",
+    "model",
+    "tool",
+    "hook",
+    "approval",
+    "decision",
+    "in_doubt",
+    "output_retry",
+    "journal",
 ]
 """What a span times: the run, one turn, a model call, a tool call, or the
 hooks of one event; or marks (an instant): a call that began to wait for
-approval, a decision applied to one, a call a crash left in doubt, the run
-continuing from its journal."""
+approval, a decision applied to one, a call a crash left in doubt, an answer
+the declared output did not accept, the run continuing from its journal."""
 
 _DECIDED = {"approve": "approved", "reject": "rejected", "edit": "edited"}
 
@@ -70,7 +81,9 @@ class Span:
     and ``decided_by`` the hook that asked (``None``: the tool's own rule);
     for a decision, ``flow`` is its action (``approve``, ``reject``,
     ``edit``), ``decided_by`` who decided (an API key's id, ``cli``) and
-    ``detail`` a rejection's reason; for the journal, ``detail`` says how
+    ``detail`` a rejection's reason; for an output retry, ``detail`` is what
+    was wrong with the answer (its errors, through the run's redactor); for
+    the journal, ``detail`` says how
     many model turns it reused (not asked again) and tool results it gave
     back. Marks take no time.
     """
@@ -117,6 +130,10 @@ class Span:
                 text += f": {self.detail}"
         elif self.kind == "in_doubt":
             text = f"call {self.name}"  # its error says: in doubt
+        elif self.kind == "output_retry":
+            text = "answer not accepted"
+            if self.detail:
+                text += f": {self.detail}"
         elif self.kind == "journal":
             text = "journal replayed"
             if self.detail:
@@ -391,6 +408,22 @@ class Timeline:
                 )
             )
             run.touch(event.turn, at, at)
+        elif isinstance(event, OutputRetry):
+            if event.errors:  # none: the turn called tools instead of answering
+                detail = ctx.redactor("; ".join(event.errors))
+                run.closed.append(
+                    Span(
+                        "output_retry",
+                        "output",
+                        at,
+                        at,
+                        0.0,
+                        depth=2,
+                        turn=event.turn,
+                        detail=detail,
+                    )
+                )
+                run.touch(event.turn, at, at)
         elif isinstance(event, JournalReplayed):
             done = f"{_plural(event.turns, 'turn')}, {_plural(event.results, 'result')}"
             run.closed.append(Span("journal", "journal", at, at, 0.0, depth=1, detail=done))

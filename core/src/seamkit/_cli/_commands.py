@@ -31,12 +31,14 @@ from .._errors import ManifestError, ResumeError, SeamkitError
 from .._events import hookimpl
 from .._loader import get_registry
 from .._manifest import manifest_schema
+from .._output import Output
 from .._persistence._recovery import write_recovery
 from .._timeline import Timeline
 from .._toolmap import ToolMap
 from .._types import Cancelled, Failed, Message, RunResult, Suspended, Terminated
 from . import _pending
 from ._interrupt import Interrupts
+from ._output_file import read_output_file
 from ._pending import ResumeLine, ask, pending_json, print_pending
 from ._session_commands import command_line_store
 
@@ -195,6 +197,15 @@ def session_option(*, required: bool, help: str) -> Callable[[F], F]:
 @context_option
 @trace_option
 @no_input_option
+@click.option(
+    "--output-schema",
+    "output_schema",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="The answer this run must give, replacing the manifest's output: a JSON or YAML "
+    "file with a JSON Schema, or with an output mapping as in the manifest ({schema: ... "
+    "| ref: 'module:Name', mode, retries, name, description, strict}).",
+)
 def run_command(
     app: str,
     message: str,
@@ -205,6 +216,7 @@ def run_command(
     context_items: tuple[str, ...],
     trace: bool,
     no_input: bool,
+    output_schema: str | None,
 ) -> None:
     """Run APP on MESSAGE: stream the answer to standard output, and show each
     hook that fired and each tool call on standard error.
@@ -212,6 +224,9 @@ def run_command(
     The exit status is 0 when the run completed or a hook ended it on
     purpose, 1 when it failed or hit max_turns, 3 when calls wait for a
     decision, 130 when it was cancelled.
+    A run with a declared output (the manifest's output, or --output-schema)
+    prints the validated value as JSON when it completes; an answer that
+    keeps failing validation ends the run failed (OutputInvalid), exit 1.
     When calls wait for approval, on a terminal each is asked about
     (approve, reject with a reason, or edit its arguments in $EDITOR) and
     the run goes on; otherwise (or with --no-input, --json) they are
@@ -223,8 +238,17 @@ def run_command(
     leaving the transcript in a recovery file.
     SEAMKIT_NOW (an ISO 8601 instant) fixes the agent's clock.
     """
+    output: Output[Any] | None = None
+    if output_schema is not None:
+        try:
+            output = read_output_file(output_schema)
+        except SeamkitError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            if exc.hint:
+                click.echo(f"hint: {exc.hint}", err=True)
+            sys.exit(2)
     invocation = Invocation(
-        app, session, store, model_spec, context_items, as_json, trace, no_input
+        app, session, store, model_spec, context_items, as_json, trace, no_input, output
     )
     invocation.execute(message)
 
@@ -243,6 +267,8 @@ class Invocation:
     as_json: bool
     trace: bool
     no_input: bool
+    output: Output[Any] | None = None
+    """The output this run must give instead of the manifest's (``--output-schema``)."""
 
     @property
     def resume_line(self) -> ResumeLine | None:
@@ -296,19 +322,28 @@ class Invocation:
         recorder = _Recorder(printer.note if printer is not None else None)
         hooks: list[object] = [recorder] if timeline is None else [recorder, timeline]
         tools: list[ToolMap] = []
+        declared: list[Output[Any] | None] = [self.output]
+        output = self.output
 
         async def work() -> None:
             async with await Agent.load(
                 self.app, clock=clock, model=model_spec, store=store, hooks=hooks
             ) as agent:
                 tools.append(agent.tools)
+                declared[0] = output if output is not None else agent.output
+                if printer is not None:
+                    printer.output = declared[0]
                 if timeline is not None and agent.config is not None:
                     spec = model_spec or agent.config.model.spec
                     timeline.model_name = spec.partition(":")[2] or spec
                 if printer is None:
-                    await agent.run(given, context=context, session=session, store=store)
+                    await agent.run(
+                        given, context=context, session=session, store=store, output=output
+                    )
                     return
-                events = agent.stream(given, context=context, session=session, store=store)
+                events = agent.stream(
+                    given, context=context, session=session, store=store, output=output
+                )
                 async for event in events:
                     printer.show(event)
 
@@ -339,7 +374,7 @@ class Invocation:
         failure = signals.run(work())
         result = recorder.result
         if as_json and result is not None:
-            click.echo(_result_json(result, self.resume_line))
+            click.echo(_result_json(result, self.resume_line, declared[0]))
         if signals.signal_name is not None:
             if result is None:
                 note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
@@ -376,13 +411,19 @@ def _refused(error: ResumeError, line: ResumeLine | None) -> NoReturn:
     sys.exit(1)
 
 
-def _result_json(result: RunResult, line: ResumeLine | None) -> str:
-    """``--json``'s output: the `RunResult`, and for a suspended run its
-    calls under ``pending`` with the commands that decide them."""
-    if not isinstance(result.outcome, Suspended):
+def _result_json(result: RunResult, line: ResumeLine | None, output: Output[Any] | None) -> str:
+    """``--json``'s output: the `RunResult` (with a declared output, its
+    validated value as JSON under ``output`` and the model's final text
+    under ``text``), and for a suspended run its calls under ``pending``
+    with the commands that decide them."""
+    if not isinstance(result.outcome, Suspended) and output is None:
         return result.model_dump_json(indent=2, exclude_none=True)
     data = json.loads(result.model_dump_json(exclude_none=True))
-    data["pending"] = pending_json(result.outcome.pending, line)
+    if output is not None:
+        data["output"] = None if result.output is None else output.dump(result.output)
+        data["text"] = result.text
+    if isinstance(result.outcome, Suspended):
+        data["pending"] = pending_json(result.outcome.pending, line)
     return json.dumps(data, indent=2, ensure_ascii=False)
 
 
@@ -457,6 +498,9 @@ class _Printer:
     took when the batch commits."""
 
     def __init__(self) -> None:
+        self.output: Output[Any] | None = None
+        """The run's declared output: its text is then not streamed, and the
+        validated value is printed as JSON when the run completes."""
         self.outcome = "failed"
         self.finished = False
         """Whether the run's summary line is out."""
@@ -474,6 +518,8 @@ class _Printer:
 
     def show(self, event: S.Event) -> None:
         if isinstance(event, S.TextDelta):
+            if self.output is not None:
+                return  # the answer's JSON as it streams (rejected ones too): the value ends it
             if event.turn != self._turn:
                 self._turn, self._turn_text = event.turn, ""
             self._turn_text += event.text
@@ -484,6 +530,9 @@ class _Printer:
                 return  # fired for each piece of text: only a stop is worth a line
             by = f" by {event.hook}" if event.hook else ""
             self.note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
+        elif isinstance(event, S.OutputRetry):
+            if event.errors:  # (none: the turn called tools instead of answering)
+                self.note(f"↻ answer not accepted: {_short('; '.join(event.errors))}")
         elif isinstance(event, S.ToolExecutionStart):
             self._started[event.call.id] = time.monotonic()
             self.note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
@@ -498,7 +547,13 @@ class _Printer:
             if self._open_line:
                 click.echo()
                 self._open_line = False
-            if result.outcome.kind == "completed" and result.output not in (None, self._turn_text):
+            if self.output is not None and result.outcome.kind == "completed":
+                value = self.output.dump(result.output)
+                click.echo(json.dumps(value, indent=2, ensure_ascii=False))
+            elif result.outcome.kind == "completed" and result.output not in (
+                None,
+                self._turn_text,
+            ):
                 click.echo(result.output)  # a terminal tool's result: never streamed
             self.note(_summary(result))
             self.finished = True

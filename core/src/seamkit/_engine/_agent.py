@@ -20,7 +20,13 @@ from pydantic import BaseModel
 from .._approval import Decisions, PendingCall
 from .._config import ModelConfig, Settings
 from .._context import ActionContext, HookContext, system_clock
-from .._errors import OutputDefinitionError, ResumeError, SessionNotSaved
+from .._errors import (
+    ManifestError,
+    OutputDefinitionError,
+    Problem,
+    ResumeError,
+    SessionNotSaved,
+)
 from .._events import HookEvent
 from .._loader import get_registry
 from .._output import Output
@@ -220,10 +226,15 @@ class Agent:
         Awaits every tool kind's ``resolve`` and builds every configured hook,
         once. ``tools`` and ``hooks`` add code tools and hooks; ``model``
         replaces the manifest's model; ``store`` the manifest's session store.
-        Raises :class:`seamkit.ManifestError` listing every problem, each
-        naming its manifest entry.
+        The manifest's ``output:`` becomes `Agent.output` (a ``ref`` imported
+        here). Raises :class:`seamkit.ManifestError` listing every problem,
+        each naming its manifest entry.
         """
-        from .._manifest import AppConfig  # lazy: YAML and the manifest machinery, for load only
+        from .._manifest import (  # lazy: YAML and the manifest machinery, for load only
+            AppConfig,
+            build_output,
+            locate_problems,
+        )
 
         registry = registry if registry is not None else get_registry()
         app = AppConfig.load(source, registry=registry)
@@ -233,23 +244,39 @@ class Agent:
         build = BuildContext(
             app.name, registry, ToolMap(), base_dir, clock, stack, sections, app.settings
         )
+
+        def refuse(found: Sequence[Problem], before: Sequence[Problem] = ()) -> ManifestError:
+            located = locate_problems(found, None, source=app.source)
+            return ManifestError([*before, *located], source=app.source)
+
         try:
-            parts = await build_parts(app, build, model=model, tools=tools, hooks=hooks)
-            return cls(
-                parts.model,
-                name=app.name,
-                preamble=app.preamble,
-                tools=parts.tools,
-                hooks=parts.hooks,
-                settings=app.settings,
-                clock=clock,
-                registry=registry,
-                base_dir=base_dir,
-                store=store if store is not None else app.sessions.store,
-                exit_stack=stack,
-                config=app,
-                tool_entries=parts.entries,
-            )
+            output = None if app.output is None else build_output(app.output, base_dir)
+            problems = [output] if isinstance(output, Problem) else []
+            try:
+                parts = await build_parts(app, build, model=model, tools=tools, hooks=hooks)
+            except ManifestError as exc:
+                raise (refuse(problems, exc.problems) if problems else exc) from None
+            if problems:
+                raise refuse(problems)
+            try:
+                return cls(
+                    parts.model,
+                    name=app.name,
+                    preamble=app.preamble,
+                    tools=parts.tools,
+                    hooks=parts.hooks,
+                    settings=app.settings,
+                    clock=clock,
+                    registry=registry,
+                    base_dir=base_dir,
+                    store=store if store is not None else app.sessions.store,
+                    exit_stack=stack,
+                    config=app,
+                    tool_entries=parts.entries,
+                    output=None if isinstance(output, Problem) else output,
+                )
+            except OutputDefinitionError as exc:  # its output tool's name is an app tool's
+                raise refuse([Problem(("output", "name"), exc.message, exc.hint)]) from None
         except BaseException:
             await stack.aclose()
             raise

@@ -10,13 +10,16 @@ from .._config import Placement, Settings
 from .._registry import Registry
 from ._app import AppConfig, SessionsConfig
 from ._build import manifest_schema as _schema_for
+from ._output import OutputConfig, build_output
 from ._read import locate_problems, read_document
 
 __all__ = [
     "AppConfig",
+    "OutputConfig",
     "Placement",
     "SessionsConfig",
     "Settings",
+    "build_output",
     "locate_problems",
     "manifest_schema",
     "read_document",

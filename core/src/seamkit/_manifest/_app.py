@@ -22,8 +22,9 @@ from .._registry import Registry
 from ._build import app_model
 from ._expand import expand_hooks, names_events
 from ._load import load_manifest
+from ._output import OutputConfig
 
-__all__ = ["AppConfig", "Placement", "SessionsConfig", "Settings"]
+__all__ = ["AppConfig", "OutputConfig", "Placement", "SessionsConfig", "Settings"]
 
 
 class SessionsConfig(BaseModel):
@@ -58,6 +59,11 @@ class AppConfig(BaseModel):
     preamble: str | None = Field(default=None, description="The system prompt.")
     tools: list[ToolConfig] = Field(default_factory=list, description="Tool entries.")
     hooks: list[HookConfig] = Field(default_factory=list, description="Configured hooks.")
+    output: OutputConfig | None = Field(
+        default=None,
+        description="What a run's answer must be: a JSON Schema or a Python type, validated, "
+        "with bounded retries (default: text).",
+    )
     settings: Settings = Field(default_factory=Settings)
     sessions: SessionsConfig = Field(
         default_factory=SessionsConfig, description="Where sessions are kept."

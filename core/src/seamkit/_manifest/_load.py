@@ -298,7 +298,7 @@ def _allowed_fields(
         previous = part
     if model is None:
         return []
-    fields = set(model.model_fields)
+    fields = {field.alias or name for name, field in model.model_fields.items()}
     if issubclass(model, HookConfig):
         fields.add("events")  # written out into one entry per event before validation
     return sorted(fields)

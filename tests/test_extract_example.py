@@ -92,9 +92,14 @@ def test_seamkit_run_prints_the_invoice_as_json_and_traces_the_retry(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == INVOICE
     assert done.stdout.startswith("{\n  ")  # indented
-    retry_lines = [line for line in done.stderr.splitlines() if "output_retry" in line]
-    assert retry_lines, done.stderr
-    assert "email: Field required" in retry_lines[0]
+    lines = done.stderr.splitlines()
+    # as it happens, then in the timeline, under the turn it was given in
+    shown = [line for line in lines if line.startswith("↻ answer not accepted: ")]
+    assert len(shown) == 1, done.stderr
+    assert "email: Field required; lines[0].quantity" in shown[0]
+    traced = [line for line in lines if line.strip().startswith("answer not accepted: email")]
+    assert len(traced) == 1, done.stderr
+    assert lines.index(traced[0]) < next(i for i, x in enumerate(lines) if "turn 2" in x)
 
 
 @pytest.mark.parametrize("mode", MODES)

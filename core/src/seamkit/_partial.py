@@ -7,7 +7,9 @@ value the whole text will be (`consistent`): a number, ``true``, ``false`` or
 ``null`` shows only once it is finished, and a key only with its value
 started, so a partial never shows something the final value takes back.
 Parsing is pydantic-core's (``from_json`` with ``allow_partial``); this module
-only finds where the text stops being safe to show.
+only finds where the text stops being safe to show. `Partial.finish` says
+what the whole text is once no more can come: the one moment a bare number
+or ``true`` shows, and a number at the end of the text.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ class Partial:
 
     def __init__(self, *, unwrap: str | None = None) -> None:
         self._text = ""
-        self._in_string = False
+        self._in_string: bool | None = False
+        """Whether the text ends inside a string (``None``: the text is not
+        an object, list or string, and shows only when finished)."""
         self._escaped = False
         self._started = False
         self._unwrap = unwrap
@@ -51,17 +55,35 @@ class Partial:
                 piece = "" if newline < 0 else piece[newline + 1 :].lstrip()
             if not piece:
                 return None
-            if piece[0] not in _OPENERS:
-                self._started = True
-                self._text = "\0"  # not JSON: nothing to show, ever
-                return None
             self._started = True
-        elif self._text == "\0":
+            if piece[0] not in _OPENERS:  # a bare scalar: shown only when finished
+                self._in_string = None
+        if self._in_string is None:
+            self._text += piece
             return None
         self._text += piece
         self._scan(piece)
         value = self._value()
         if value is None or value == self.last:
+            return None
+        self.last = value
+        return value
+
+    def finish(self) -> JsonValue | None:
+        """The text is whole (the turn ended): its value when it is JSON and
+        differs from the last partial, else ``None``."""
+        body = self._text.rstrip()
+        if body.endswith("```"):  # the fence after the JSON (prompted answers)
+            body = body[:-3]
+        try:
+            value: JsonValue = from_json(body)
+        except ValueError:
+            return None
+        if self._unwrap is not None and isinstance(value, dict):
+            if set(value) != {self._unwrap}:
+                return None
+            value = value[self._unwrap]
+        if value == self.last and type(value) is type(self.last):
             return None
         self.last = value
         return value

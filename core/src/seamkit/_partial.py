@@ -14,6 +14,8 @@ or ``true`` shows, and a number at the end of the text.
 
 from __future__ import annotations
 
+import re
+
 from pydantic import JsonValue
 from pydantic_core import from_json
 
@@ -21,6 +23,7 @@ __all__ = ["Partial", "consistent"]
 
 _NUMBER = frozenset("0123456789+-.eE")
 _OPENERS = frozenset('{["')
+_STRING_END = re.compile(r'["\\]')
 
 
 class Partial:
@@ -89,14 +92,29 @@ class Partial:
         return value
 
     def _scan(self, piece: str) -> None:
+        """Track whether the text ends inside a string (and after a
+        backslash there), jumping from quote to quote."""
         in_string, escaped = self._in_string, self._escaped
-        for char in piece:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = in_string
-            elif char == '"':
-                in_string = not in_string
+        at, end = 0, len(piece)
+        if escaped:  # the piece begins with the escaped character
+            at, escaped = 1, False
+        while at < end:
+            if not in_string:
+                at = piece.find('"', at)
+                if at < 0:
+                    break
+                in_string, at = True, at + 1
+                continue
+            found = _STRING_END.search(piece, at)
+            if found is None:
+                break
+            if found.group() == '"':
+                in_string, at = False, found.end()
+            elif found.end() == end:  # a backslash ends the piece
+                escaped = True
+                break
+            else:
+                at = found.end() + 1
         self._in_string, self._escaped = in_string, escaped
 
     def _value(self) -> JsonValue | None:

@@ -7,10 +7,14 @@ what 10,000 generated bad answers do to the run loop.
 recomputed after every chunk, the answer parsed and validated at the end)
 against the same JSON text streamed in the same 50 deltas by a run without a
 declared output; and the same with the answer declared as a pydantic model
-(``Invoice``, validated by pydantic-core rather than ``jsonschema``). Tool mode (the answer as argument fragments of the output
-tool) is reported beside them without a target. The figures are seconds per
-run, the median of rounds that interleave the variants (one warm-up round
-discarded). Target: an output run at most 1.2x the plain one.
+(``Invoice``, validated by pydantic-core rather than ``jsonschema``). Tool
+mode (the answer as argument fragments of the output tool) is reported beside
+them without a target. The figures are seconds per run, the median of rounds
+that interleave the variants (one warm-up round discarded). Target: an output
+run at most 1.2x the plain one. The scripted model costs nothing, so the
+baseline is the run loop alone (about 0.13 ms a run here): what an output adds
+per run (a partial per chunk, 50 more events, the validation; see
+docs/benchmarks.md) is measured against almost nothing.
 
 ``output_retries``: 10,000 generated answer sequences (seeded, mostly bad:
 text that is not JSON, a value missing a field, of the wrong type, with a

@@ -12,8 +12,6 @@ import typing
 from collections.abc import AsyncIterator
 from typing import Any, NotRequired
 
-from typing_extensions import TypedDict
-
 import pytest
 import seamkit
 from pydantic import BaseModel
@@ -28,6 +26,7 @@ from seamkit import (
 )
 from seamkit._output import strict_problem
 from seamkit.testing import ScriptedModel
+from typing_extensions import TypedDict
 
 
 class Invoice(BaseModel):
@@ -53,7 +52,10 @@ class WithDefault(BaseModel):
 
 SCHEMA = {
     "type": "object",
-    "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+    "properties": {
+        "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
     "required": ["name", "tags"],
 }
 
@@ -312,7 +314,9 @@ def test_a_runs_output_replaces_the_agents() -> None:
 
 
 def test_result_text_is_the_models_answer_and_output_the_value() -> None:
-    model = ScriptedModel([{"output": {"customer": "c", "total": "x"}}, {"output": {"customer": "c", "total": 3}}])
+    model = ScriptedModel(
+        [{"output": {"customer": "c", "total": "x"}}, {"output": {"customer": "c", "total": 3}}]
+    )
     result = Agent(model, output=Output(Invoice, mode="native"), plugin_hooks=False).run_sync("go")
     assert result.outcome.kind == "completed"
     assert result.output == Invoice(customer="c", total=3.0)
@@ -335,9 +339,9 @@ def test_the_json_shape_of_a_result_carries_the_value_as_json() -> None:
 
 def test_a_failed_run_has_no_output_and_says_how_many_answers() -> None:
     model = ScriptedModel([{"text": "no"}, {"text": "still no"}])
-    result = Agent(model, output=Output(Invoice, mode="native", retries=1), plugin_hooks=False).run_sync(
-        "go"
-    )
+    result = Agent(
+        model, output=Output(Invoice, mode="native", retries=1), plugin_hooks=False
+    ).run_sync("go")
     assert result.outcome.kind == "failed" and result.output is None
     error = result.outcome.error
     assert error.startswith("OutputInvalid: the answer is not valid JSON")

@@ -18,6 +18,7 @@ generated schemas and values (`seamkit.testing.strategies.output_schemas`):
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ class Said:
 
     def pieces(self) -> list[str]:
         bounds = [0, *sorted(c for c in set(self.cuts) if 0 < c < len(self.text)), len(self.text)]
-        return [self.text[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+        return [self.text[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 @dataclass
@@ -155,7 +156,11 @@ def test_partials_of_any_split_are_consistent_with_the_accepted_value(
     output = Output(schema, mode=mode)
     text = wire(data.draw(values), output, bare)
     if data.draw(st.booleans()):  # with the spaces a model may put around its JSON
-        text = data.draw(st.sampled_from(["", " ", "\n"])) + text + data.draw(st.sampled_from(["", " ", "\n "]))
+        text = (
+            data.draw(st.sampled_from(["", " ", "\n"]))
+            + text
+            + data.draw(st.sampled_from(["", " ", "\n "]))
+        )
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=len(text)))
     model = Pieces([Said(text, tuple(cuts))])
     check_partials(stream(agent_of(model, output)), output)
@@ -182,7 +187,9 @@ def test_tool_and_native_mode_give_the_same_value(
 
 # --- c. bounded retries ----------------------------------------------------------------------
 
-_not_json = st.sampled_from(["", "nope", "{", '{"a": ', "[1, 2", "```json\n{\n```", "NaN", "{'a': 1}"])
+_not_json = st.sampled_from(
+    ["", "nope", "{", '{"a": ', "[1, 2", "```json\n{\n```", "NaN", "{'a': 1}"]
+)
 
 
 @st.composite
@@ -345,9 +352,9 @@ def test_retry_at_on_output_counts_against_retries(refusals: int, retries: int, 
 @given(reason=st.text(min_size=1, max_size=8), mode=MODES)
 def test_terminate_at_on_output_ends_the_run_with_no_output(reason: str, mode: str) -> None:
     model = ScriptedModel([{"output": _GOOD}])
-    result = agent_of(model, Output(_SCHEMA, mode=mode), [OnOutput([F.Terminate(reason)])]).run_sync(
-        "go"
-    )
+    result = agent_of(
+        model, Output(_SCHEMA, mode=mode), [OnOutput([F.Terminate(reason)])]
+    ).run_sync("go")
     outcome = result.outcome
     assert outcome.kind == "terminated" and outcome.event == "on_output"
     assert outcome.hook == "shaper" and outcome.reason == reason

@@ -34,7 +34,7 @@ class Partial:
     that is not an object is taken bare).
     """
 
-    __slots__ = ("_escaped", "_in_string", "_started", "_text", "_unwrap", "last")
+    __slots__ = ("_escaped", "_in_string", "_lead", "_started", "_text", "_unwrap", "last")
 
     def __init__(self, *, unwrap: str | None = None) -> None:
         self._text = ""
@@ -43,6 +43,8 @@ class Partial:
         an object, list or string, and shows only when finished)."""
         self._escaped = False
         self._started = False
+        self._lead = ""
+        """What came before the JSON started: spaces, a fence's line."""
         self._unwrap = unwrap
         self.last: JsonValue = None
         """The latest partial reported (``None`` before the first)."""
@@ -52,13 +54,15 @@ class Partial:
         if not piece:
             return None
         if not self._started:
-            piece = piece.lstrip()
+            piece = self._lead = (self._lead + piece).lstrip()
             if piece.startswith("```"):  # a fence before the JSON (prompted answers)
                 newline = piece.find("\n")
-                piece = "" if newline < 0 else piece[newline + 1 :].lstrip()
-            if not piece:
+                if newline < 0:
+                    return None  # the fence's line goes on
+                piece = self._lead = piece[newline + 1 :].lstrip()
+            if not piece or "```".startswith(piece):  # nothing yet, or a fence forming
                 return None
-            self._started = True
+            self._started, self._lead = True, ""
             if piece[0] not in _OPENERS:  # a bare scalar: shown only when finished
                 self._in_string = None
         if self._in_string is None:

@@ -144,8 +144,9 @@ class Partial:
 def consistent(partial: JsonValue, final: JsonValue) -> bool:
     """Whether ``partial`` could be a partial of ``final``: an object's keys
     among the final's with consistent values, a list no longer than the
-    final's with consistent items, a string a prefix of the final's, and
-    anything else equal."""
+    final's with consistent items, a string a prefix of the final's, a
+    number the same number (``3`` and ``3.0`` are one JSON number: a float
+    field's value shows as the answer wrote it), and anything else equal."""
     if isinstance(partial, dict):
         return isinstance(final, dict) and all(
             key in final and consistent(value, final[key]) for key, value in partial.items()
@@ -158,4 +159,10 @@ def consistent(partial: JsonValue, final: JsonValue) -> bool:
         )
     if isinstance(partial, str):
         return isinstance(final, str) and final.startswith(partial)
+    if _number(partial) and _number(final):
+        return partial == final
     return type(partial) is type(final) and partial == final
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 import seamkit
+from pydantic import BaseModel
 from hypothesis import given, strategies as st
 from seamkit import Agent, Message, MessageToolCall, ModelRequest, ModelTurn, Output, flow as F
 from seamkit._partial import consistent
@@ -168,6 +169,39 @@ def test_partials_of_any_split_are_consistent_with_the_accepted_value(
         text = data.draw(st.sampled_from(["```json\n", "```\n", " ```JSON \n"])) + text + "\n```"
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=len(text)))
     model = Pieces([Said(text, tuple(cuts))])
+    check_partials(stream(agent_of(model, output)), output)
+
+
+class Line(BaseModel):
+    sku: str
+    qty: int
+
+
+class Order(BaseModel):
+    customer: str
+    total: float
+    lines: list[Line]
+
+
+_orders = st.fixed_dictionaries(
+    {
+        "customer": st.text(max_size=8),
+        "total": st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False),
+        "lines": st.lists(
+            st.fixed_dictionaries({"sku": st.text(max_size=4), "qty": st.integers(0, 99)}),
+            max_size=3,
+        ),
+    }
+)
+
+
+@given(value=_orders, mode=MODES, chunks=st.integers(1, 30))
+def test_partials_of_a_pydantic_output_are_consistent_with_its_dump(
+    value: dict[str, Any], mode: str, chunks: int
+) -> None:
+    """A float field answered ``3`` dumps as ``3.0``: the same JSON number."""
+    output = Output(Order, mode=mode)
+    model = ScriptedModel([{"output": value, "chunks": chunks}])
     check_partials(stream(agent_of(model, output)), output)
 
 

@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 import seamkit
-from pydantic import BaseModel
 from hypothesis import given, strategies as st
+from pydantic import BaseModel
 from seamkit import Agent, Message, MessageToolCall, ModelRequest, ModelTurn, Output, flow as F
 from seamkit._partial import consistent
 from seamkit.stream import OutputDelta, OutputRetry, RunFinished, TextDelta, ToolArgumentsDelta

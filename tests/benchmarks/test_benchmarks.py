@@ -163,3 +163,19 @@ def test_the_crash_harness_runs_both_stores_and_every_trial_keeps_every_promise(
         assert killed >= store["point_trials"]
         assert killed + store["moments"]["killed"] > 0
     assert "kill point" in printed and "killed at a random moment" in printed
+
+
+def test_the_output_target_is_measured_and_no_bad_answer_breaks_the_retry_bound() -> None:
+    """The output benchmark's targets (a streamed structured answer against
+    the same stream without output) have figures; the generated bad answers
+    are counts, not timings: the quick run checks there is no violation
+    (``main`` raises on one) and that both ends happen."""
+    res, printed = _quick("bench_output")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {"output/native", "output/model"}
+    retries = res["output_retries"]
+    assert retries["violations"] == 0 and retries["other"] == 0
+    assert retries["completed"] > 0 and retries["failed"] > 0
+    assert retries["completed"] + retries["failed"] == retries["sequences"]
+    assert retries["max_calls_over_budget"] <= 1.0
+    assert "output_retries" in printed

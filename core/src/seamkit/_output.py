@@ -17,13 +17,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, cast, get_args
 
-from pydantic import (
-    JsonValue,
-    PydanticSchemaGenerationError,
-    PydanticUserError,
-    TypeAdapter,
-    ValidationError,
-)
+from pydantic import JsonValue, PydanticUserError, TypeAdapter, ValidationError
 
 from ._errors import OutputDefinitionError, OutputInvalid
 from ._types import OutputMode, OutputSpec
@@ -110,7 +104,7 @@ class Output(Generic[T]):
             try:
                 self._adapter = TypeAdapter(type)
                 schema = self._adapter.json_schema()
-            except (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError) as exc:
+            except (PydanticUserError, TypeError, ValueError) as exc:  # a schema error too
                 raise OutputDefinitionError(
                     f"{_type_name(type)} cannot be an output: {exc}".splitlines()[0],
                     hint="use a pydantic model, a dataclass, a TypedDict, a scalar or list "

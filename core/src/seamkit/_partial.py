@@ -7,10 +7,14 @@ value the whole text will be (`consistent`): a number, ``true``, ``false`` or
 ``null`` shows only once it is finished, and a key only with its value
 started, so a partial never shows something the final value takes back.
 Parsing is pydantic-core's (``from_json`` with ``allow_partial``); this module
-only finds where the text stops being safe to show.
+only finds where the text stops being safe to show. `Partial.finish` says
+what the whole text is once no more can come: the one moment a bare number
+or ``true`` shows, and a number at the end of the text.
 """
 
 from __future__ import annotations
+
+import re
 
 from pydantic import JsonValue
 from pydantic_core import from_json
@@ -19,6 +23,7 @@ __all__ = ["Partial", "consistent"]
 
 _NUMBER = frozenset("0123456789+-.eE")
 _OPENERS = frozenset('{["')
+_STRING_END = re.compile(r'["\\]')
 
 
 class Partial:
@@ -29,13 +34,17 @@ class Partial:
     that is not an object is taken bare).
     """
 
-    __slots__ = ("_escaped", "_in_string", "_started", "_text", "_unwrap", "last")
+    __slots__ = ("_escaped", "_in_string", "_lead", "_started", "_text", "_unwrap", "last")
 
     def __init__(self, *, unwrap: str | None = None) -> None:
         self._text = ""
-        self._in_string = False
+        self._in_string: bool | None = False
+        """Whether the text ends inside a string (``None``: the text is not
+        an object, list or string, and shows only when finished)."""
         self._escaped = False
         self._started = False
+        self._lead = ""
+        """What came before the JSON started: spaces, a fence's line."""
         self._unwrap = unwrap
         self.last: JsonValue = None
         """The latest partial reported (``None`` before the first)."""
@@ -45,18 +54,19 @@ class Partial:
         if not piece:
             return None
         if not self._started:
-            piece = piece.lstrip()
+            piece = self._lead = (self._lead + piece).lstrip()
             if piece.startswith("```"):  # a fence before the JSON (prompted answers)
                 newline = piece.find("\n")
-                piece = "" if newline < 0 else piece[newline + 1 :].lstrip()
-            if not piece:
+                if newline < 0:
+                    return None  # the fence's line goes on
+                piece = self._lead = piece[newline + 1 :].lstrip()
+            if not piece or "```".startswith(piece):  # nothing yet, or a fence forming
                 return None
-            if piece[0] not in _OPENERS:
-                self._started = True
-                self._text = "\0"  # not JSON: nothing to show, ever
-                return None
-            self._started = True
-        elif self._text == "\0":
+            self._started, self._lead = True, ""
+            if piece[0] not in _OPENERS:  # a bare scalar: shown only when finished
+                self._in_string = None
+        if self._in_string is None:
+            self._text += piece
             return None
         self._text += piece
         self._scan(piece)
@@ -66,15 +76,49 @@ class Partial:
         self.last = value
         return value
 
+    def finish(self) -> JsonValue | None:
+        """The text is whole (the turn ended): its value when it is JSON and
+        differs from the last partial, else ``None``."""
+        body = self._text.rstrip()
+        if body.endswith("```"):  # the fence after the JSON (prompted answers)
+            body = body[:-3]
+        try:
+            value: JsonValue = from_json(body)
+        except ValueError:
+            return None
+        if self._unwrap is not None and isinstance(value, dict):
+            if set(value) != {self._unwrap}:
+                return None
+            value = value[self._unwrap]
+        if value == self.last and type(value) is type(self.last):
+            return None
+        self.last = value
+        return value
+
     def _scan(self, piece: str) -> None:
+        """Track whether the text ends inside a string (and after a
+        backslash there), jumping from quote to quote."""
         in_string, escaped = self._in_string, self._escaped
-        for char in piece:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = in_string
-            elif char == '"':
-                in_string = not in_string
+        at, end = 0, len(piece)
+        if escaped:  # the piece begins with the escaped character
+            at, escaped = 1, False
+        while at < end:
+            if not in_string:
+                at = piece.find('"', at)
+                if at < 0:
+                    break
+                in_string, at = True, at + 1
+                continue
+            found = _STRING_END.search(piece, at)
+            if found is None:
+                break
+            if found.group() == '"':
+                in_string, at = False, found.end()
+            elif found.end() == end:  # a backslash ends the piece
+                escaped = True
+                break
+            else:
+                at = found.end() + 1
         self._in_string, self._escaped = in_string, escaped
 
     def _value(self) -> JsonValue | None:
@@ -100,8 +144,9 @@ class Partial:
 def consistent(partial: JsonValue, final: JsonValue) -> bool:
     """Whether ``partial`` could be a partial of ``final``: an object's keys
     among the final's with consistent values, a list no longer than the
-    final's with consistent items, a string a prefix of the final's, and
-    anything else equal."""
+    final's with consistent items, a string a prefix of the final's, a
+    number the same number (``3`` and ``3.0`` are one JSON number: a float
+    field's value shows as the answer wrote it), and anything else equal."""
     if isinstance(partial, dict):
         return isinstance(final, dict) and all(
             key in final and consistent(value, final[key]) for key, value in partial.items()
@@ -114,4 +159,10 @@ def consistent(partial: JsonValue, final: JsonValue) -> bool:
         )
     if isinstance(partial, str):
         return isinstance(final, str) and final.startswith(partial)
+    if _number(partial) and _number(final):
+        return partial == final
     return type(partial) is type(final) and partial == final
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

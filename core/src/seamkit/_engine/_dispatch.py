@@ -392,6 +392,7 @@ class Dispatcher:
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]
     ) -> Dispatched:
         rewritten: Any = None
+        rewriter: str | None = None
         asked: Dispatched | None = None
         current = list(args)
         for impl in impls:
@@ -418,12 +419,14 @@ class Dispatcher:
                 if result.arguments is None:
                     continue
             rewritten = result
+            # A RewriteOutput replaces the value whole: its last hook alone decided it.
+            rewriter = impl.ref.name if kind is F.RewriteOutput else None
             _thread(event, current, result)
         if asked is not None:
             assert type(asked.flow) is F.RequireApproval
             arguments = None if rewritten is None else dict(current[1].arguments)
             return Dispatched(F.RequireApproval(asked.flow.reason, arguments), asked.hook)
-        return Dispatched(rewritten) if rewritten is not None else NOTHING
+        return Dispatched(rewritten, rewriter) if rewritten is not None else NOTHING
 
     async def _hold(
         self, event: HookEvent, impls: tuple[_Impl, ...], args: tuple[Any, ...]

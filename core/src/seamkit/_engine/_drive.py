@@ -782,6 +782,8 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
                 raise ModelError("the model's stream ended without a turn")
         if release is not None and isinstance(final, ModelTurn):
             final = await _released(run, release, final, streamed)
+        if structured is not None and streamed is not None:
+            _partial(run, structured.finish())  # the answer is whole now
         error = None
         return final
     except TextStopped:

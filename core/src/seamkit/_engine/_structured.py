@@ -151,6 +151,16 @@ class Structured:
             return None
         return self._fed(delta.text)
 
+    def finish(self) -> JsonValue | None:
+        """The streamed turn ended: the whole answer's value, when it adds to
+        the last partial (a bare scalar, a number at the end)."""
+        if self.partial is None:
+            return None
+        value = self.partial.finish()
+        if value is not None:
+            self.shown = True
+        return value
+
     def _fed(self, piece: str) -> JsonValue | None:
         if self.partial is None:
             self.partial = Partial(unwrap=WRAPPER if self.output.wrapped else None)
@@ -247,8 +257,8 @@ async def conclude(
                     except OutputInvalid as exc:
                         problems = "; ".join(exc.errors)
                         message = (
-                            "an on_output hook rewrote the output to a value that does not "
-                            f"fit it: {problems}"
+                            f"hook {decided.hook!r} at on_output rewrote the output to a "
+                            f"value that does not fit it: {problems}"
                         )
                         done = _answered(answer, "Not accepted: the run failed.")
                         return Verdict((*skipped, *done), outcome=Failed(error=redact(message)))

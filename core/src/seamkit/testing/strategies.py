@@ -30,6 +30,8 @@ __all__ = [
     "json_values",
     "messages",
     "model_requests",
+    "output_schemas",
+    "output_values",
     "request_patches",
     "tool_calls",
     "tool_names",
@@ -148,6 +150,95 @@ def model_requests() -> st.SearchStrategy[ModelRequest]:
             lambda names: tuple(ToolSpec(name=n) for n in names)
         ),
     )
+
+
+# --- declared outputs (`seamkit.Output`) ----------------------------------------
+
+_KEYS = st.sampled_from(["a", "b", "name", "items", "x_1", "total", "é", 'q"k', "b\\s", " "])
+_STRINGS = st.text(max_size=12) | st.sampled_from(["", '"', "\\", "\\u", "{", "]", "😀", "\n"])
+_SCALARS: tuple[dict[str, Any], ...] = (
+    {"type": "string"},
+    {"type": "integer"},
+    {"type": "number"},
+    {"type": "boolean"},
+)
+
+
+@st.composite
+def _output_schema(draw: st.DrawFn, depth: int, root: bool) -> dict[str, Any]:
+    kinds = ["object"] if root else ["scalar", "scalar", "enum"]
+    if depth > 0 and not root:
+        kinds += ["array", "object"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "scalar":
+        return dict(draw(st.sampled_from(_SCALARS)))
+    if kind == "enum":
+        choices = draw(st.lists(_STRINGS, min_size=1, max_size=4, unique=True))
+        return {"type": "string", "enum": choices}
+    if kind == "array":
+        return {"type": "array", "items": draw(_output_schema(depth - 1, False))}
+    names = draw(st.lists(_KEYS, min_size=0 if not root else 1, max_size=4, unique=True))
+    properties = {name: draw(_output_schema(max(0, depth - 1), False)) for name in names}
+    required = [name for name in names if draw(st.booleans())]
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+def output_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """JSON values that fit ``schema``, one of the schemas `output_schemas`
+    draws (``type`` string, integer, number, boolean, array or object;
+    ``enum``; ``properties`` with ``required``): an object always has its
+    required fields and some of its optional ones, in the schema's order.
+    Numbers are finite and integers fit a double, so a value survives a JSON
+    round-trip equal to itself."""
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    kind = schema.get("type")
+    if kind == "string":
+        return _STRINGS
+    if kind == "integer":
+        return st.integers(-(2**53), 2**53)
+    if kind == "number":
+        return st.integers(-(10**6), 10**6) | st.floats(
+            allow_nan=False, allow_infinity=False, width=64
+        )
+    if kind == "boolean":
+        return st.booleans()
+    if kind == "array":
+        return st.lists(output_values(schema["items"]), max_size=3)
+    properties: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", ()))
+    return st.fixed_dictionaries(
+        {k: output_values(v) for k, v in properties.items() if k in required},
+        optional={k: output_values(v) for k, v in properties.items() if k not in required},
+    )
+
+
+def output_schemas(
+    *, depth: int = 2, objects_only: bool = True
+) -> st.SearchStrategy[tuple[dict[str, Any], st.SearchStrategy[Any]]]:
+    """``(schema, values)`` pairs for testing a declared output: a JSON
+    Schema (``Output(schema)``) and a strategy of the values that fit it
+    (`output_values`). The schema is an object with string, integer, number,
+    boolean, enum, array and nested-object properties, required and optional
+    ones (``additionalProperties: false``), nested up to ``depth`` levels;
+    with ``objects_only=False`` the root may be any of those types (the kind
+    of output `seamkit.Output` wraps as ``{"response": ...}``). Keys and
+    strings include quotes, backslashes and non-ASCII characters, the text a
+    streamed answer is most likely to be cut inside::
+
+        @given(data=st.data(), drawn=output_schemas())
+        def test_answers_parse(data, drawn):
+            schema, values = drawn
+            value = data.draw(values)
+            assert Output(schema).parse(json.dumps(value)) == value
+    """
+    root = st.just(True) if objects_only else st.booleans()
+    return root.flatmap(lambda r: _output_schema(depth, r)).map(lambda s: (s, output_values(s)))
 
 
 def flows(event: HookEvent | str) -> st.SearchStrategy[Any]:

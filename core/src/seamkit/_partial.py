@@ -14,16 +14,14 @@ or ``true`` shows, and a number at the end of the text.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import JsonValue
 from pydantic_core import from_json
 
 __all__ = ["Partial", "consistent"]
 
-_NUMBER = frozenset("0123456789+-.eE")
+_NUMBER_CHARS = "0123456789+-.eE"
+_NUMBER = frozenset(_NUMBER_CHARS)
 _OPENERS = frozenset('{["')
-_STRING_END = re.compile(r'["\\]')
 
 
 class Partial:
@@ -34,14 +32,13 @@ class Partial:
     that is not an object is taken bare).
     """
 
-    __slots__ = ("_escaped", "_in_string", "_lead", "_started", "_text", "_unwrap", "last")
+    __slots__ = ("_bare", "_lead", "_started", "_text", "_unwrap", "last")
 
     def __init__(self, *, unwrap: str | None = None) -> None:
         self._text = ""
-        self._in_string: bool | None = False
-        """Whether the text ends inside a string (``None``: the text is not
-        an object, list or string, and shows only when finished)."""
-        self._escaped = False
+        self._bare = False
+        """Whether the text is not an object, list or string (a bare number,
+        ``true``...): it shows only when finished."""
         self._started = False
         self._lead = ""
         """What came before the JSON started: spaces, a fence's line."""
@@ -64,12 +61,10 @@ class Partial:
                 return None
             self._started, self._lead = True, ""
             if piece[0] not in _OPENERS:  # a bare scalar: shown only when finished
-                self._in_string = None
-        if self._in_string is None:
-            self._text += piece
-            return None
+                self._bare = True
         self._text += piece
-        self._scan(piece)
+        if self._bare:
+            return None
         value = self._value()
         if value is None or value == self.last:
             return None
@@ -95,41 +90,13 @@ class Partial:
         self.last = value
         return value
 
-    def _scan(self, piece: str) -> None:
-        """Track whether the text ends inside a string (and after a
-        backslash there), jumping from quote to quote."""
-        in_string, escaped = self._in_string, self._escaped
-        at, end = 0, len(piece)
-        if escaped:  # the piece begins with the escaped character
-            at, escaped = 1, False
-        while at < end:
-            if not in_string:
-                at = piece.find('"', at)
-                if at < 0:
-                    break
-                in_string, at = True, at + 1
-                continue
-            found = _STRING_END.search(piece, at)
-            if found is None:
-                break
-            if found.group() == '"':
-                in_string, at = False, found.end()
-            elif found.end() == end:  # a backslash ends the piece
-                escaped = True
-                break
-            else:
-                at = found.end() + 1
-        self._in_string, self._escaped = in_string, escaped
-
     def _value(self) -> JsonValue | None:
         text = self._text
-        if not self._in_string:
-            end = len(text.rstrip())
-            cut = end
-            while cut > 0 and text[cut - 1] in _NUMBER:
-                cut -= 1
-            if cut < end and end == len(text):  # a number that may go on
-                text = text[:cut]
+        if text[-1] in _NUMBER:
+            # A number that may go on; or, inside a string, characters that
+            # will still be there: cutting them shows a shorter prefix of the
+            # string, which is as consistent (and needs no string tracking).
+            text = text.rstrip(_NUMBER_CHARS)
         try:
             value: JsonValue = from_json(text, allow_partial="trailing-strings")
         except ValueError:

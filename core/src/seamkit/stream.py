@@ -139,8 +139,11 @@ class ToolCompleted:
 @dataclass(frozen=True, slots=True)
 class OutputDelta:
     """The declared output's value so far (JSON: an object's finished
-    fields, a list's items, a string's text so far), consistent with the
-    value the answer will have if it is accepted; each differs from the last."""
+    fields, a list's items, a string's text so far), as the model writes it:
+    consistent with the answer's JSON when it is whole (`seamkit.Output.dump`
+    of the accepted value gives the same, unless validation coerced a value,
+    ``"2"`` to ``2.0`` say, or filled a default, or an ``on_output`` hook
+    rewrote it: `RunFinished` carries the value); each differs from the last."""
 
     partial: JsonValue
     turn: int

@@ -49,9 +49,10 @@ The server (:func:`serve`) is a raw asyncio HTTP/1.1 server on 127.0.0.1 and a
 free port, with keep-alive: it reads a request (``Content-Length`` body) and
 writes one of two pre-rendered responses (``text/event-stream``, chunked, one
 HTTP chunk per SSE event) in one write, chosen by the request's model name, so
-its cost is the same whatever the client. It counts connections and requests
-(``GET /stats``); a sample whose turns did not make one request each fails the
-benchmark.
+its cost is the same whatever the client (``Server(more="module:function")``
+serves further pre-rendered answers by model name: ``bench_output``'s). It
+counts connections and requests (``GET /stats``); a sample whose turns did not
+make one request each fails the benchmark.
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
+import importlib
 import itertools
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -168,14 +171,22 @@ def _usage(model: str, completion_tokens: int) -> dict[str, Any]:
     }
 
 
+def content_events(
+    model: str, content: str, chunks: int, completion_tokens: int
+) -> list[dict[str, Any]]:
+    """A text answer of ``model``: ``content`` in ``chunks`` content chunks,
+    the finish chunk (``stop``), the usage chunk."""
+    pieces = _pieces(content, chunks)
+    events = [_chunk(model, {"role": "assistant", "content": pieces[0]})]
+    events += [_chunk(model, {"content": p}) for p in pieces[1:]]
+    events.append(_chunk(model, {}, "stop"))
+    events.append(_usage(model, completion_tokens))
+    return events
+
+
 def text_events() -> list[dict[str, Any]]:
     """The text turn: 50 content chunks, the finish chunk, the usage chunk."""
-    pieces = _pieces(text(), TEXT_CHUNKS)
-    events = [_chunk(TEXT_MODEL, {"role": "assistant", "content": pieces[0]})]
-    events += [_chunk(TEXT_MODEL, {"content": p}) for p in pieces[1:]]
-    events.append(_chunk(TEXT_MODEL, {}, "stop"))
-    events.append(_usage(TEXT_MODEL, 240))
-    return events
+    return content_events(TEXT_MODEL, text(), TEXT_CHUNKS, 240)
 
 
 def tool_events() -> list[dict[str, Any]]:
@@ -220,14 +231,36 @@ def render(events: list[dict[str, Any]]) -> bytes:
 # --- the server (its own process) ----------------------------------------------------
 
 
-def serve() -> None:
-    """Run the server: print its port on stdout, answer until stdin closes."""
+def serve(more: str | None = None) -> None:
+    """Run the server: print its port on stdout, answer until stdin closes.
+
+    ``more`` (``"module:function"``) names a function returning further
+    answers, ``{model name: events}``, served beside the text and tools turns
+    to a request for that model (another benchmark's own stream)."""
     answers = {TEXT_MODEL: render(text_events()), TOOLS_MODEL: render(tool_events())}
+    if more is not None:
+        module, _, function = more.partition(":")
+        events: dict[str, list[dict[str, Any]]] = getattr(
+            importlib.import_module(module), function
+        )()
+        answers |= {name: render(turn) for name, turn in events.items()}
     asyncio.run(_serve(answers))
 
 
+def _answer(answers: dict[str, bytes], body: bytes) -> bytes:
+    """The answer for a request's ``body``: the one of the model it names (the
+    text turn when none is found). A plain search for the common two, so the
+    server's cost stays the same whatever the client."""
+    if TOOLS_MODEL.encode() in body:
+        return answers[TOOLS_MODEL]
+    if len(answers) > 2:
+        found = re.search(rb'"model": ?"([^"]*)"', body)
+        if found is not None:
+            return answers.get(found.group(1).decode(), answers[TEXT_MODEL])
+    return answers[TEXT_MODEL]
+
+
 async def _serve(answers: dict[str, bytes]) -> None:
-    tools_name = TOOLS_MODEL.encode()
     counted = {"connections": 0, "requests": 0}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -250,7 +283,7 @@ async def _serve(answers: dict[str, bytes]) -> None:
                     elif name == b"connection" and value.strip().lower() == b"close":
                         close = True
                 body = await reader.readexactly(length) if length else b""
-                writer.write(answers[TOOLS_MODEL if tools_name in body else TEXT_MODEL])
+                writer.write(_answer(answers, body))
                 await writer.drain()
                 if close:
                     break
@@ -277,11 +310,16 @@ async def server_stats(port: int) -> dict[str, int]:
 
 
 class Server:
-    """The server process, as a context manager; ``base_url`` once entered."""
+    """The server process, as a context manager; ``base_url`` once entered.
+    ``more``: further answers by model name (see :func:`serve`)."""
+
+    def __init__(self, more: str | None = None) -> None:
+        self.more = more
 
     def __enter__(self) -> Server:
+        code = f"from tests.benchmarks.bench_openai import serve; serve({self.more!r})"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from tests.benchmarks.bench_openai import serve; serve()"],
+            [sys.executable, "-c", code],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,  # its port; its stderr is this process's
@@ -311,7 +349,8 @@ class Server:
 # --- the clients ---------------------------------------------------------------------
 
 
-def _seamkit_model(base_url: str, name: str) -> Any:
+def provider_model(base_url: str, name: str) -> Any:
+    """The ``openai`` provider's model ``name`` at ``base_url`` (seamkit-openai)."""
     from seamkit_openai import OpenAIConfig, build_model
 
     key = seamkit.Secret("sk-bench")
@@ -325,7 +364,7 @@ class Clients:
     def __init__(self, base_url: str) -> None:
         from openai import AsyncOpenAI
 
-        self.models = {k: _seamkit_model(base_url, k) for k in (TEXT_MODEL, TOOLS_MODEL)}
+        self.models = {k: provider_model(base_url, k) for k in (TEXT_MODEL, TOOLS_MODEL)}
         self.sdk = AsyncOpenAI(base_url=base_url, api_key="sk-bench")
         self.request = seamkit.ModelRequest(messages=(seamkit.Message.user(PROMPT),))
         self.messages: Any = [{"role": "user", "content": PROMPT}]
@@ -517,7 +556,7 @@ async def _memory(agent: seamkit.Agent, runs: int, warmup: int) -> dict[str, Any
 
 async def _measure(server: Server, counts: dict[str, int]) -> dict[str, Any]:
     clients = Clients(server.base_url)
-    model = _seamkit_model(server.base_url, TEXT_MODEL)
+    model = provider_model(server.base_url, TEXT_MODEL)
     try:
         cpu = await _cpu(clients, server.port, counts)
         async with seamkit.Agent(model=model, name="bench") as agent:

@@ -166,13 +166,17 @@ def test_the_crash_harness_runs_both_stores_and_every_trial_keeps_every_promise(
 
 
 def test_the_output_target_is_measured_and_no_bad_answer_breaks_the_retry_bound() -> None:
-    """The output benchmark's targets (a streamed structured answer against
-    the same stream without output) have figures; the generated bad answers
+    """The output benchmark's targets (a structured answer streamed by the
+    openai provider from a server, against the same stream without output)
+    have figures, the scripted ("kernel only") ones none; the generated bad answers
     are counts, not timings: the quick run checks there is no violation
     (``main`` raises on one) and that both ends happen."""
     res, printed = _quick("bench_output")
     targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
-    assert targeted == {"output/native", "output/model"}
+    assert targeted == {"output/provider/model", "output/provider/schema"}
+    assert {"output/kernel/native", "output/kernel/model"} <= {f["name"] for f in res["figures"]}
+    partials = res["provider"]["partials"]  # over the openai provider and a server
+    assert partials["plain"] == 0 and partials["model"] > 0 and partials["schema"] > 0
     retries = res["output_retries"]
     assert retries["violations"] == 0 and retries["other"] == 0
     assert retries["completed"] > 0 and retries["failed"] > 0

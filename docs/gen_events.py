@@ -178,7 +178,17 @@ def _literal(value: object) -> str:
 
 
 def constructor(cls: type) -> str:
-    """``Name(field: type, other: type = default)`` of a dataclass (a flow or a run event)."""
+    """``Name(field: type, other: type = default)`` of a dataclass (a flow or a run
+    event), or of a class's ``__init__`` (an event that computes a field lazily)."""
+    if not dataclasses.is_dataclass(cls):
+        hints = _hints(cls.__init__)
+        shown = []
+        for name, param in inspect.signature(cls).parameters.items():
+            text = f"{name}: {type_text(hints[name])}"
+            if param.default is not inspect.Parameter.empty:
+                text += f" = {param.default!r}"
+            shown.append(text)
+        return f"{cls.__name__}({', '.join(shown)})"
     hints = _hints(cls)
     params = []
     for field in dataclasses.fields(cls):

@@ -173,10 +173,11 @@ def test_the_output_target_is_measured_and_no_bad_answer_breaks_the_retry_bound(
     (``main`` raises on one) and that both ends happen."""
     res, printed = _quick("bench_output")
     targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
-    assert targeted == {"output/provider/model", "output/provider/schema"}
+    assert targeted == {"output/provider/partials"}
     assert {"output/kernel/native", "output/kernel/model"} <= {f["name"] for f in res["figures"]}
     partials = res["provider"]["partials"]  # over the openai provider and a server
     assert partials["plain"] == 0 and partials["model"] > 0 and partials["schema"] > 0
+    assert partials["quiet"] == 0  # partials=False: no partial parsing
     retries = res["output_retries"]
     assert retries["violations"] == 0 and retries["other"] == 0
     assert retries["completed"] > 0 and retries["failed"] > 0

@@ -560,7 +560,9 @@ def test_an_unknown_section_lists_the_plugins_not_loaded(
     app.write_text("name: demo\nmodel: scripted:s.yaml\ntelemetry:\n  service_name: x\n")
     result = invoke("validate", str(app))
     assert result.exit_code == 1
-    allowed = "hooks, model, name, preamble, serve, sessions, settings, tool_services, tools"
+    allowed = (
+        "hooks, model, name, output, preamble, serve, sessions, settings, tool_services, tools"
+    )
     assert result.stderr.splitlines()[:2] == [
         f"{app}:3:1: telemetry: unknown field 'telemetry'",
         f"  hint: allowed fields: {allowed}; installed plugins not loaded: otel (disabled by "

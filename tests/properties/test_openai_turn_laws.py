@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import seamkit
 from hypothesis import given, strategies as st
+from seamkit.stream import ToolArgumentsDelta
 from seamkit_openai import OpenAIConfig, build_model
 
 from tests.plugins.openai_server import ReplayServer, Reply
@@ -189,6 +190,12 @@ def test_a_streamed_answer_and_the_whole_one_give_the_same_turn(
         return await model.complete(request), [item async for item in model.stream(request)]
 
     turn, items = loop.run_until_complete(both())
-    *deltas, streamed = items
+    *pieces, streamed = items
     assert streamed == turn
+    deltas = [p for p in pieces if isinstance(p, str)]
     assert "".join(deltas) == turn.message.text
+    fragments = [p for p in pieces if isinstance(p, ToolArgumentsDelta)]
+    calls = turn.message.tool_calls or ()
+    joined = ["".join(f.text for f in fragments if f.index == i) for i in range(len(calls))]
+    assert sorted(joined) == sorted(c.function.arguments for c in calls)  # each call's own
+    assert {f.index for f in fragments} <= set(range(len(calls)))

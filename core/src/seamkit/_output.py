@@ -48,8 +48,11 @@ class Output(Generic[T]):
     answers the model may give after one that fails (default 2, a hard cap);
     ``name`` and ``description`` name the output tool and the native schema;
     ``strict`` asks a native provider to enforce the schema (``None``: when
-    the schema allows it, `strict_problem`). Raises `OutputDefinitionError`
-    for what cannot be an output.
+    the schema allows it, `strict_problem`). ``partials`` (default true)
+    computes `seamkit.stream.OutputDelta` partials as a streamed answer
+    arrives; a consumer that only wants the validated value (a server that
+    holds the content until then) turns them off and pays no partial parsing.
+    Raises `OutputDefinitionError` for what cannot be an output.
     """
 
     __slots__ = (
@@ -59,6 +62,7 @@ class Output(Generic[T]):
         "description",
         "mode",
         "name",
+        "partials",
         "retries",
         "strict",
         "type",
@@ -74,6 +78,7 @@ class Output(Generic[T]):
         name: str = DEFAULT_OUTPUT_NAME,
         description: str | None = None,
         strict: bool | None = None,
+        partials: bool = True,
     ) -> None:
         if mode not in _MODES:
             raise OutputDefinitionError(
@@ -93,6 +98,7 @@ class Output(Generic[T]):
         self.retries = retries
         self.name = name
         self.description = description
+        self.partials = partials
         self._adapter: TypeAdapter[T] | None = None
         self._validator: Any = None
         if isinstance(type, Mapping):

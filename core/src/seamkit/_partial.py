@@ -17,11 +17,55 @@ from __future__ import annotations
 from pydantic import JsonValue
 from pydantic_core import from_json
 
-__all__ = ["Partial", "consistent"]
+__all__ = ["Partial", "Snapshot", "consistent"]
 
 _NUMBER_CHARS = "0123456789+-.eE"
 _NUMBER = frozenset(_NUMBER_CHARS)
 _OPENERS = frozenset('{["')
+
+
+class Snapshot:
+    """A partial value read when first asked for (`Partial.feed` makes one
+    per piece that adds something safe to show): a stream whose consumer
+    reads every partial parses each once; one whose consumer does not (a
+    server that holds the content, a burst of pieces read as one) parses
+    none. Where its text does not parse, or a wrapper's key is missing, it
+    is the value of the snapshot before it (``None`` at the first)."""
+
+    __slots__ = ("_before", "_done", "_text", "_unwrap", "_value")
+
+    def __init__(self, text: str, unwrap: str | None, before: Snapshot | None) -> None:
+        self._text = text
+        self._unwrap = unwrap
+        self._before = before
+        self._value: JsonValue = None
+        self._done = False
+
+    def __call__(self) -> JsonValue:
+        if not self._done:
+            value = self._parse()
+            node = self._before
+            while value is _MISSING and node is not None:  # (a loop: chains are long)
+                value = node._value if node._done else node._parse()
+                node = node._before
+            self._value = None if value is _MISSING else value
+            self._done, self._before = True, None
+        return self._value
+
+    def _parse(self) -> JsonValue:
+        """The text's value; `_MISSING` when it shows nothing."""
+        try:
+            value: JsonValue = from_json(
+                self._text, allow_partial="trailing-strings", cache_strings="keys"
+            )
+        except ValueError:
+            return _MISSING
+        if self._unwrap is not None and isinstance(value, dict):
+            return value.get(self._unwrap, _MISSING)
+        return value
+
+
+_MISSING: JsonValue = "\0missing"
 
 
 class Partial:
@@ -29,10 +73,10 @@ class Partial:
 
     ``unwrap``, when given, is the key of a wrapper object whose value is
     the answer (``{"response": ...}``): the partial is that value (an answer
-    that is not an object is taken bare).
+    that is not an object is taken bare), shown once the key has come.
     """
 
-    __slots__ = ("_bare", "_lead", "_started", "_text", "_unwrap", "last")
+    __slots__ = ("_bare", "_last", "_lead", "_parsed", "_shown", "_started", "_text", "_unwrap")
 
     def __init__(self, *, unwrap: str | None = None) -> None:
         self._text = ""
@@ -43,11 +87,15 @@ class Partial:
         self._lead = ""
         """What came before the JSON started: spaces, a fence's line."""
         self._unwrap = unwrap
-        self.last: JsonValue = None
-        """The latest partial reported (``None`` before the first)."""
+        self._parsed = ""
+        """The text the last snapshot shows (what was safe to show)."""
+        self._shown = 0
+        """Its length without trailing spaces."""
+        self._last: Snapshot | None = None
 
-    def feed(self, piece: str) -> JsonValue | None:
-        """Add ``piece``; the new partial value when it changed, else ``None``."""
+    def feed(self, piece: str) -> Snapshot | None:
+        """Add ``piece``; a `Snapshot` of the partial value when the piece
+        added something safe to show, else ``None``."""
         if not piece:
             return None
         if not self._started:
@@ -65,18 +113,31 @@ class Partial:
         self._text += piece
         if self._bare:
             return None
-        value = self._value()
-        if value is None or value == self.last:
+        text = self._text
+        if text[-1] in _NUMBER:
+            # A number that may go on; or, inside a string, characters that
+            # will still be there: cutting them shows a shorter prefix of the
+            # string, which is as consistent (and needs no string tracking).
+            text = text.rstrip(_NUMBER_CHARS)
+        shown = len(text) if text[-1] > " " else len(text.rstrip())
+        if shown == self._shown:  # nothing more to show yet
             return None
-        self.last = value
-        return value
+        snapshot = Snapshot(text, self._unwrap, self._last)
+        if self._last is None and snapshot() is None:
+            return None  # nothing to show yet (a wrapper's value has not begun)
+        self._parsed, self._shown = text, shown
+        self._last = snapshot
+        return snapshot
 
     def finish(self) -> JsonValue | None:
         """The text is whole (the turn ended): its value when it is JSON and
-        differs from the last partial, else ``None``."""
+        adds to the last snapshot (a bare scalar, a number at the end), else
+        ``None``."""
         body = self._text.rstrip()
         if body.endswith("```"):  # the fence after the JSON (prompted answers)
-            body = body[:-3]
+            body = body[:-3].rstrip()
+        if body == self._parsed.rstrip():
+            return None  # the last snapshot showed all of it
         try:
             value: JsonValue = from_json(body)
         except ValueError:
@@ -84,26 +145,6 @@ class Partial:
         if self._unwrap is not None and isinstance(value, dict):
             if set(value) != {self._unwrap}:
                 return None
-            value = value[self._unwrap]
-        if value == self.last and type(value) is type(self.last):
-            return None
-        self.last = value
-        return value
-
-    def _value(self) -> JsonValue | None:
-        text = self._text
-        if text[-1] in _NUMBER:
-            # A number that may go on; or, inside a string, characters that
-            # will still be there: cutting them shows a shorter prefix of the
-            # string, which is as consistent (and needs no string tracking).
-            text = text.rstrip(_NUMBER_CHARS)
-        try:
-            value: JsonValue = from_json(text, allow_partial="trailing-strings")
-        except ValueError:
-            return None
-        if self._unwrap is not None and isinstance(value, dict):
-            if self._unwrap not in value:
-                return None  # the wrapper's key has not arrived (or a bare object)
             value = value[self._unwrap]
         return value
 

@@ -39,6 +39,7 @@ run continued from its journal).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import JsonValue
@@ -136,17 +137,45 @@ class ToolCompleted:
     turn: int
 
 
-@dataclass(frozen=True, slots=True)
 class OutputDelta:
     """The declared output's value so far (JSON: an object's finished
     fields, a list's items, a string's text so far), as the model writes it:
     consistent with the answer's JSON when it is whole (`seamkit.Output.dump`
     of the accepted value gives the same, unless validation coerced a value,
     ``"2"`` to ``2.0`` say, or filled a default, or an ``on_output`` hook
-    rewrote it: `RunFinished` carries the value); each differs from the last."""
+    rewrote it: `RunFinished` carries the value).
 
-    partial: JsonValue
-    turn: int
+    One comes for each piece of the answer that adds something safe to show
+    (the partial may equal the last one when a piece only began a key).
+    ``partial`` is computed when first read: a consumer that reads none
+    (a server holding the content, a burst of pieces of which only the last
+    matters) pays no parsing. ``OutputDelta(partial, turn)`` also takes a
+    function of no arguments that returns the partial.
+    """
+
+    __slots__ = ("_read", "_value", "turn")
+
+    def __init__(self, partial: JsonValue | Callable[[], JsonValue], turn: int) -> None:
+        self._read: Callable[[], JsonValue] | None = partial if callable(partial) else None
+        self._value: JsonValue = None if callable(partial) else partial
+        self.turn = turn
+
+    @property
+    def partial(self) -> JsonValue:
+        """The answer's value so far (computed on the first read)."""
+        if self._read is not None:
+            self._value, self._read = self._read(), None
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OutputDelta):
+            return NotImplemented
+        return (self.partial, self.turn) == (other.partial, other.turn)
+
+    __hash__ = None  # type: ignore[assignment]  # a partial is a dict or list: not hashable
+
+    def __repr__(self) -> str:
+        return f"OutputDelta(partial={self.partial!r}, turn={self.turn})"
 
 
 @dataclass(frozen=True, slots=True)

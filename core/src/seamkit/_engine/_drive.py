@@ -59,6 +59,7 @@ from .._context import HookContext
 from .._errors import HookError, ModelError, SeamkitError
 from .._events import HookEvent
 from .._flowcheck import message_problem
+from .._partial import Snapshot
 from .._patch import RequestPatch
 from .._toolmap import ToolMap
 from .._types import (
@@ -765,8 +766,8 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
                         continue
                     elif release is None:
                         emit(TextDelta(item, run.ctx.turn))
-                        if structured is not None:
-                            _partial(run, structured.text(item))
+                        if structured is not None and (shown := structured.text(item)):
+                            emit(OutputDelta(shown, run.ctx.turn))
                     else:
                         streamed += item
                         out = await release.feed(item)
@@ -814,8 +815,8 @@ async def _released(
                 _partial(run, run.structured.text(rest))
 
 
-def _partial(run: RunState, value: JsonValue | None) -> None:
-    """Emit the answer's new partial value, if there is one."""
+def _partial(run: RunState, value: JsonValue | Snapshot | None) -> None:
+    """Emit the answer's new partial value (or its `Snapshot`), if there is one."""
     if value is not None and run.emit is not None:
         run.emit(OutputDelta(value, run.ctx.turn))
 

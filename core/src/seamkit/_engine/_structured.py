@@ -33,7 +33,7 @@ from .. import flow as F
 from .._errors import OutputInvalid
 from .._events import HookEvent
 from .._output import WRAPPER, Output
-from .._partial import Partial
+from .._partial import Partial, Snapshot
 from .._types import (
     FEEDBACK_NAME,
     Failed,
@@ -133,16 +133,22 @@ class Structured:
         self.shown = False
         self._streamed = None
 
-    def text(self, released: str) -> JsonValue | None:
-        """Released answer text arrived (native, prompted): the new partial
-        value, when it changed."""
-        if self.mode == "tool" or not released:
+    def text(self, released: str) -> Snapshot | None:
+        """Released answer text arrived (native, prompted): the partial
+        value (read when asked for), when the text added to it."""
+        if self.mode == "tool" or not released or not self.output.partials:
             return None
-        return self._fed(released)
+        partial = self.partial
+        if partial is None:
+            partial = self.partial = Partial(unwrap=WRAPPER if self.output.wrapped else None)
+        snapshot = partial.feed(released)
+        if snapshot is not None:
+            self.shown = True
+        return snapshot
 
-    def arguments(self, delta: ToolArgumentsDelta) -> JsonValue | None:
-        """An argument fragment arrived (tool mode): the new partial value of
-        the output tool's arguments (its first call only), when it changed."""
+    def arguments(self, delta: ToolArgumentsDelta) -> Snapshot | None:
+        """An argument fragment arrived (tool mode): the partial value of
+        the output tool's arguments (its first call only), when it added to it."""
         if self.mode != "tool":
             return None
         if self._streamed is None and delta.name == self.spec.name:
@@ -161,7 +167,9 @@ class Structured:
             self.shown = True
         return value
 
-    def _fed(self, piece: str) -> JsonValue | None:
+    def _fed(self, piece: str) -> Snapshot | None:
+        if not self.output.partials:
+            return None
         if self.partial is None:
             self.partial = Partial(unwrap=WRAPPER if self.output.wrapped else None)
         value = self.partial.feed(piece)

@@ -202,7 +202,7 @@ class OutputDefinitionError(SeamkitError):
 class OutputInvalid(SeamkitError):
     """Raised by `seamkit.Output.parse` and `seamkit.Output.validate` when an
     answer does not fit the declared output. ``errors`` lists what was wrong,
-    each ``"<field path>: <message>"`` (the path empty for the whole answer),
+    each ``"<field path>: <message>"`` (the path ``(answer)`` for the whole answer),
     written for the model; ``answer`` is the text that failed (``None`` for a
     value). A run whose answers keep failing after ``retries`` ends
     ``failed`` with an error that starts ``OutputInvalid:``; this exception

@@ -11,6 +11,7 @@ written for the model.
 
 from __future__ import annotations
 
+import builtins
 import copy
 import json
 import re
@@ -35,8 +36,9 @@ WRAPPER = "response"
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _MODES: tuple[str, ...] = get_args(OutputMode)
-_SHOWN = 200
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+_ROOTED = ("$schema", "$id", "$defs", "definitions")
+"""The keys of a schema that stay at the root when it is wrapped."""
+_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")
 
 
 class Output(Generic[T]):
@@ -71,7 +73,7 @@ class Output(Generic[T]):
 
     def __init__(
         self,
-        type: type[T] | Mapping[str, Any] | Any,
+        type: type[T] | Mapping[str, Any] | object,
         *,
         mode: OutputMode = "auto",
         retries: int = 2,
@@ -108,7 +110,7 @@ class Output(Generic[T]):
             self._validator = validator_for(schema)(schema)
         else:
             try:
-                self._adapter = TypeAdapter(type)
+                self._adapter = TypeAdapter(cast("builtins.type[T]", type))
                 schema = self._adapter.json_schema()
             except (PydanticUserError, TypeError, ValueError) as exc:  # a schema error too
                 raise OutputDefinitionError(
@@ -120,15 +122,15 @@ class Output(Generic[T]):
         """Whether the model is asked for ``{"response": <value>}``."""
         if self.wrapped:
             inner = dict(schema)
-            defs = inner.pop("$defs", None)
+            # What the inner schema's references resolve against stays at the root.
+            rooted = {key: inner.pop(key) for key in _ROOTED if key in inner}
             schema = {
+                **rooted,
                 "type": "object",
                 "properties": {WRAPPER: inner},
                 "required": [WRAPPER],
                 "additionalProperties": False,
             }
-            if defs is not None:
-                schema["$defs"] = defs
         problem = strict_problem(schema)
         if strict and problem is not None:
             raise OutputDefinitionError(
@@ -172,11 +174,9 @@ class Output(Generic[T]):
         it is allowed; wrapped or bare); `OutputInvalid` when it is not JSON
         or does not fit."""
         body = text.strip()
-        fenced = _FENCE.match(body)
-        if fenced is not None:
-            body = fenced.group(1).strip()
+        body = _unfenced(body)
         try:
-            value: JsonValue = json.loads(body)
+            value: JsonValue = json.loads(body, parse_constant=_not_json)
         except (ValueError, RecursionError) as exc:
             where = f" at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
             message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
@@ -189,6 +189,21 @@ class Output(Generic[T]):
             return self.validate(value)
         except OutputInvalid as exc:
             raise OutputInvalid(exc.errors, answer=text) from None
+
+    def check(self, value: object) -> T:
+        """``value`` (what a hook made of the output) checked whole: written
+        as JSON and validated again, so that an instance built without
+        validation (``model_construct``) or changed since is checked too;
+        `OutputInvalid` when it does not fit."""
+        if self._adapter is None:
+            return self.validate(value)
+        try:
+            plain = self._adapter.dump_python(
+                cast(T, value), mode="json", by_alias=True, warnings="error"
+            )
+        except Exception as exc:  # pydantic's serialisation errors have no common base
+            raise OutputInvalid([f"(answer): cannot be written as JSON: {exc}"]) from None
+        return self.validate(plain)
 
     def validate(self, value: object) -> T:
         """``value`` as the declared type (validated; a model instance passes
@@ -214,6 +229,20 @@ class Output(Generic[T]):
         return f"Output({self.type_name}, mode={self.mode!r}, retries={self.retries})"
 
 
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def _unfenced(body: str) -> str:
+    """``body`` without a Markdown code fence around it (```json ... ```)."""
+    if not body.startswith("```") or not body.endswith("```") or len(body) < 6:
+        return body
+    opening = _FENCE_OPENING.match(body)
+    if opening is None:
+        return body
+    return body[opening.end() : -3].strip()
+
+
 def _type_name(tp: object) -> str:
     name = getattr(tp, "__name__", None)
     return name if isinstance(name, str) and not get_args(tp) else repr(tp)
@@ -224,7 +253,13 @@ def _checked_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     from jsonschema.exceptions import SchemaError  # lazy: only schema outputs
     from jsonschema.validators import validator_for  # lazy: only schema outputs
 
-    plain = json.loads(json.dumps(schema))  # JSON only (and a copy)
+    try:
+        plain = json.loads(json.dumps(schema, allow_nan=False))  # JSON only (and a copy)
+    except (TypeError, ValueError) as exc:  # a type object in it, a cycle, NaN
+        raise OutputDefinitionError(
+            f"an output schema must be plain JSON: {exc}",
+            hint="write the schema with JSON values only (strings, numbers, lists, mappings)",
+        ) from None
     if not isinstance(plain, dict):
         raise OutputDefinitionError("an output schema must be a JSON Schema mapping")
     try:

@@ -14,6 +14,8 @@ or ``true`` shows, and a number at the end of the text.
 
 from __future__ import annotations
 
+import bisect
+
 from pydantic import JsonValue
 from pydantic_core import from_json
 
@@ -22,6 +24,7 @@ __all__ = ["Partial", "Snapshot", "consistent"]
 _NUMBER_CHARS = "0123456789+-.eE"
 _NUMBER = frozenset(_NUMBER_CHARS)
 _OPENERS = frozenset('{["')
+_SPACES = " \t\n\r"
 
 
 class Snapshot:
@@ -29,40 +32,21 @@ class Snapshot:
     per piece that adds something safe to show): a stream whose consumer
     reads every partial parses each once; one whose consumer does not (a
     server that holds the content, a burst of pieces read as one) parses
-    none. Where its text does not parse, or a wrapper's key is missing, it
-    is the value of the snapshot before it (``None`` at the first)."""
+    none. It holds only where the text it shows ends: every snapshot of an
+    answer shares the answer's one text (`Partial.value_at`)."""
 
-    __slots__ = ("_before", "_done", "_text", "_unwrap", "_value")
+    __slots__ = ("_done", "_end", "_partial", "_value")
 
-    def __init__(self, text: str, unwrap: str | None, before: Snapshot | None) -> None:
-        self._text = text
-        self._unwrap = unwrap
-        self._before = before
+    def __init__(self, partial: Partial, end: int) -> None:
+        self._partial = partial
+        self._end = end
         self._value: JsonValue = None
         self._done = False
 
     def __call__(self) -> JsonValue:
         if not self._done:
-            value = self._parse()
-            node = self._before
-            while value is _MISSING and node is not None:  # (a loop: chains are long)
-                value = node._value if node._done else node._parse()
-                node = node._before
-            self._value = None if value is _MISSING else value
-            self._done, self._before = True, None
+            self._value, self._done = self._partial.value_at(self._end), True
         return self._value
-
-    def _parse(self) -> JsonValue:
-        """The text's value; `_MISSING` when it shows nothing."""
-        try:
-            value: JsonValue = from_json(
-                self._text, allow_partial="trailing-strings", cache_strings="keys"
-            )
-        except ValueError:
-            return _MISSING
-        if self._unwrap is not None and isinstance(value, dict):
-            return value.get(self._unwrap, _MISSING)
-        return value
 
 
 _MISSING: JsonValue = "\0missing"
@@ -74,12 +58,35 @@ class Partial:
     ``unwrap``, when given, is the key of a wrapper object whose value is
     the answer (``{"response": ...}``): the partial is that value (an answer
     that is not an object is taken bare), shown once the key has come.
+
+    Feeding costs the piece's length, whatever the text's: the pieces are
+    kept as they came (joined only when a snapshot is read), and where the
+    text stops being safe to show is kept up to date piece by piece.
     """
 
-    __slots__ = ("_bare", "_last", "_lead", "_parsed", "_shown", "_started", "_text", "_unwrap")
+    __slots__ = (
+        "_bare",
+        "_ends",
+        "_joined",
+        "_lead",
+        "_length",
+        "_number_start",
+        "_pieces",
+        "_shown",
+        "_shown_end",
+        "_started",
+        "_unwrap",
+    )
 
     def __init__(self, *, unwrap: str | None = None) -> None:
-        self._text = ""
+        self._pieces: list[str] = []
+        self._joined = ""
+        """The pieces joined, as far as a read needed them."""
+        self._length = 0
+        self._number_start = 0
+        """Where the text's trailing run of number characters starts."""
+        self._shown_end = 0
+        """Where the text before that run ends, trailing spaces left out."""
         self._bare = False
         """Whether the text is not an object, list or string (a bare number,
         ``true``...): it shows only when finished."""
@@ -87,11 +94,10 @@ class Partial:
         self._lead = ""
         """What came before the JSON started: spaces, a fence's line."""
         self._unwrap = unwrap
-        self._parsed = ""
-        """The text the last snapshot shows (what was safe to show)."""
+        self._ends: list[int] = []
+        """Where the snapshots made so far end, in order."""
         self._shown = 0
-        """Its length without trailing spaces."""
-        self._last: Snapshot | None = None
+        """The last snapshot's length without trailing spaces."""
 
     def feed(self, piece: str) -> Snapshot | None:
         """Add ``piece``; a `Snapshot` of the partial value when the piece
@@ -110,33 +116,83 @@ class Partial:
             self._started, self._lead = True, ""
             if piece[0] not in _OPENERS:  # a bare scalar: shown only when finished
                 self._bare = True
-        self._text += piece
+        before = self._length
+        self._pieces.append(piece)
+        self._length = before + len(piece)
         if self._bare:
             return None
-        text = self._text
-        if text[-1] in _NUMBER:
-            # A number that may go on; or, inside a string, characters that
-            # will still be there: cutting them shows a shorter prefix of the
-            # string, which is as consistent (and needs no string tracking).
-            text = text.rstrip(_NUMBER_CHARS)
-        shown = len(text) if text[-1] > " " else len(text.rstrip())
+        # A trailing run of number characters may be a number that goes on;
+        # or, inside a string, characters that will still be there: leaving
+        # them out shows a shorter prefix of the string, which is as
+        # consistent (and needs no tracking of strings).
+        kept = piece.rstrip(_NUMBER_CHARS)
+        if kept:
+            body = kept.rstrip(_SPACES)
+            if body:
+                self._shown_end = before + len(body)
+            elif self._number_start < before:  # a number the spaces finished
+                self._shown_end = before
+            self._number_start = before + len(kept)
+        shown = self._shown_end
         if shown == self._shown:  # nothing more to show yet
             return None
-        snapshot = Snapshot(text, self._unwrap, self._last)
-        if self._last is None and snapshot() is None:
+        end = self._number_start
+        if not self._ends and self._parse(end) is _MISSING:
             return None  # nothing to show yet (a wrapper's value has not begun)
-        self._parsed, self._shown = text, shown
-        self._last = snapshot
-        return snapshot
+        self._shown = shown
+        self._ends.append(end)
+        return Snapshot(self, end)
+
+    def value_at(self, end: int) -> JsonValue:
+        """The partial value of the text's first ``end`` characters (a
+        snapshot's). Where they do not parse (the model wrote something that
+        is not JSON), the value of the latest snapshot before them that does:
+        JSON text that fails to parse fails with anything added to it, so a
+        binary search over the snapshots finds it, in a few parses however
+        long the text."""
+        value = self._parse(end)
+        if value is not _MISSING:
+            return value
+        ends = self._ends
+        low, high = 0, bisect.bisect_left(ends, end)  # the snapshots before this one
+        found: JsonValue = None
+        while low < high:
+            middle = (low + high) // 2
+            parsed = self._parse(ends[middle])
+            if parsed is _MISSING:
+                high = middle
+            else:
+                found, low = parsed, middle + 1
+        return found
+
+    def _text(self, end: int) -> str:
+        """The text's first ``end`` characters."""
+        if len(self._joined) < end:
+            self._joined = "".join(self._pieces)
+            self._pieces = [self._joined]
+        return self._joined[:end]
+
+    def _parse(self, end: int) -> JsonValue:
+        """The partial value of the text's first ``end`` characters;
+        `_MISSING` when they show nothing."""
+        try:
+            value: JsonValue = from_json(
+                self._text(end), allow_partial="trailing-strings", cache_strings="keys"
+            )
+        except ValueError:
+            return _MISSING
+        if self._unwrap is not None and isinstance(value, dict):
+            return value.get(self._unwrap, _MISSING)
+        return value
 
     def finish(self) -> JsonValue | None:
         """The text is whole (the turn ended): its value when it is JSON and
         adds to the last snapshot (a bare scalar, a number at the end), else
         ``None``."""
-        body = self._text.rstrip()
+        body = self._text(self._length).rstrip()
         if body.endswith("```"):  # the fence after the JSON (prompted answers)
             body = body[:-3].rstrip()
-        if body == self._parsed.rstrip():
+        if self._ends and len(body) == self._shown:
             return None  # the last snapshot showed all of it
         try:
             value: JsonValue = from_json(body)

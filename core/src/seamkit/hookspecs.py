@@ -119,8 +119,9 @@ def on_iteration_end(
 @hookspec
 def on_output(ctx: HookContext, output: object) -> F.OutputFlow | Awaitable[F.OutputFlow]:
     """Before a run with a declared output completes: ``output`` is the
-    answer's validated value (an instance of the declared type). A
-    ``RewriteOutput`` value is validated again; a ``Retry`` tells the model
+    answer's validated value (an instance of the declared type), or what an
+    earlier hook's ``RewriteOutput`` returned. The value the hooks leave is
+    written as JSON and validated again, whole; a ``Retry`` tells the model
     its feedback and counts toward the output's ``retries``. Chain:
     Continue, RewriteOutput, Retry, Terminate."""
 

@@ -13,7 +13,8 @@
   its hooks passed the result unchanged, and none when they did not);
 - `ToolCompleted`: a call's result, as committed to the transcript;
 - `OutputDelta`: a run with a declared output (`seamkit.Output`): the
-  answer's value so far, as its JSON arrives (from released text only);
+  answer's value so far, as its JSON arrives (from the text the guards
+  released, or the output tool's argument fragments when no guard runs);
 - `OutputRetry`: the answer the partials came from was not accepted (it
   failed validation, an ``on_output`` hook asked again, or the turn became
   tool calls): drop the partials, the model tries again;

@@ -161,7 +161,7 @@ def list_command(app: str | None, store: str | None, as_json: bool) -> None:
                 out.append({"name": name, "messages": None, "error": exc.message})
                 continue
             transcript = found.transcript if found is not None else ()
-            last = next((m.text for m in reversed(transcript) if m.role == "user"), "")
+            last = next((m.text for m in reversed(transcript) if m.from_user), "")
             out.append({"name": name, "messages": len(transcript), "last_user": last})
         return store_location(held), out
 

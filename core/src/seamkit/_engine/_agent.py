@@ -74,7 +74,7 @@ from ._structured import Structured
 if TYPE_CHECKING:
     from .._manifest import AppConfig
 
-__all__ = ["Agent", "Continuation", "Input"]
+__all__ = ["Agent", "Continuation", "Input", "OutputDeclaration"]
 
 log = logging.getLogger("seamkit.run")
 

@@ -460,6 +460,7 @@ async def _turns(run: RunState) -> None:
         try:
             turn = _accept(run, await _ask(run, request))
         except TextStopped as stop:
+            _dropped(run, ())  # a guard stopped the turn its partials came from
             if stop.released:  # what the stream showed of the turn, and nothing more
                 run.transcript.append(Message.assistant(stop.released))
             run.outcome = Terminated(
@@ -570,12 +571,18 @@ async def _answered(run: RunState, answer: Answer, *, can_retry: bool = True) ->
     structured = run.structured
     assert structured is not None
     verdict: Verdict = await conclude(
-        structured, answer, dispatch=run.dispatch, redact=run.redact, can_retry=can_retry
+        structured,
+        answer,
+        dispatch=run.dispatch,
+        redact=run.redact,
+        can_retry=can_retry,
+        hooked=HookEvent.ON_OUTPUT in run.plan.hooked,
     )
     run.transcript.extend(verdict.messages)
     if verdict.errors:  # an answer that failed: the model answers again, or the run fails
         _note(run, "output_retry", "the answer was not accepted: " + "; ".join(verdict.errors))
-        _dropped(run, verdict.errors, always=True)
+    if verdict.again or verdict.outcome is not None:  # its partials are not the output
+        _dropped(run, verdict.errors, always=bool(verdict.errors))
     if verdict.outcome is not None:
         run.outcome = verdict.outcome
         run.output = None

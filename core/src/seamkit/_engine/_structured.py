@@ -53,10 +53,13 @@ __all__ = [
     "ACCEPTED",
     "NOT_RUN",
     "Answer",
+    "Dispatch",
+    "Mode",
     "Structured",
     "Verdict",
     "answer_of",
     "conclude",
+    "resolve_mode",
 ]
 
 ACCEPTED = "Final answer accepted."
@@ -228,14 +231,16 @@ async def conclude(
     dispatch: Dispatch,
     redact: Callable[[str], str],
     can_retry: bool = True,
+    hooked: bool = True,
 ) -> Verdict:
     """Validate ``answer``, pass it through ``on_output``, and say what the
     run does with it (``can_retry`` false: a terminal tool's result, which
-    the model cannot redo)."""
+    the model cannot redo; ``hooked``: the run has ``on_output`` hooks,
+    whose value is checked whole once they ran, as they may have changed it)."""
     output = structured.output
     skipped = tuple(Message.tool(c.id, NOT_RUN) for c in answer.others)
     if answer.refused:
-        reason = redact(_short(answer.text) or "no reason given")
+        reason = _short(redact(answer.text)) or "no reason given"
         return Verdict(skipped, outcome=Failed(error=f"OutputInvalid: the model refused: {reason}"))
     if answer.missing_tool:
         errors: tuple[str, ...] = (
@@ -259,23 +264,26 @@ async def conclude(
             if type(flow) is F.Retry:
                 errors = (redact(flow.feedback or "the answer was not accepted"),)
             else:
-                if type(flow) is F.RewriteOutput:
-                    try:
-                        value = output.validate(flow.value)
-                    except OutputInvalid as exc:
-                        problems = "; ".join(exc.errors)
-                        message = (
-                            f"hook {decided.hook!r} at on_output rewrote the output to a "
-                            f"value that does not fit it: {problems}"
-                        )
-                        done = _answered(answer, "Not accepted: the run failed.")
-                        return Verdict((*skipped, *done), outcome=Failed(error=redact(message)))
+                try:
+                    if type(flow) is F.RewriteOutput:
+                        value = output.check(flow.value)
+                    elif hooked:  # a hook may have changed the value in place
+                        value = output.check(value)
+                except OutputInvalid as exc:
+                    problems = "; ".join(exc.errors)
+                    did = "rewrote the output to" if decided.hook else "left the output as"
+                    message = (
+                        f"hook {decided.hook or '(on_output)'!r} at on_output {did} a value "
+                        f"that does not fit it: {problems}"
+                    )
+                    done = _answered(answer, "Not accepted: the run failed.")
+                    return Verdict((*skipped, *done), outcome=Failed(error=redact(message)))
                 return Verdict((*skipped, *_answered(answer, ACCEPTED)), value=value)
     structured.failures += 1
     limit = output.retries if can_retry else 0
     if structured.failures > limit:
         tries = structured.failures
-        last = redact(_short(answer.text))
+        last = _short(redact(answer.text))
         error = (
             f"OutputInvalid: {'; '.join(errors)} (after {tries} answer{'s' * (tries != 1)}); "
             f"last answer: {last!r}"

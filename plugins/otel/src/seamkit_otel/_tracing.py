@@ -300,7 +300,8 @@ class Tracing:
             span.set_attribute("gen_ai.output.messages", final_output(shown, run.redact))
 
     def _output_retry(self, ctx: HookContext, run: _Run, event: OutputRetry) -> None:
-        run.retries += 1
+        if event.errors:  # an answer not accepted (not partials that became tool calls)
+            run.retries += 1
 
     # --- model calls --------------------------------------------------------
 

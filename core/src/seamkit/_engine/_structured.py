@@ -139,15 +139,9 @@ class Structured:
     def text(self, released: str) -> Snapshot | None:
         """Released answer text arrived (native, prompted): the partial
         value (read when asked for), when the text added to it."""
-        if self.mode == "tool" or not released or not self.output.partials:
+        if self.mode == "tool" or not released:
             return None
-        partial = self.partial
-        if partial is None:
-            partial = self.partial = Partial(unwrap=WRAPPER if self.output.wrapped else None)
-        snapshot = partial.feed(released)
-        if snapshot is not None:
-            self.shown = True
-        return snapshot
+        return self._fed(released)
 
     def arguments(self, delta: ToolArgumentsDelta) -> Snapshot | None:
         """An argument fragment arrived (tool mode): the partial value of

@@ -143,7 +143,7 @@ def test_models_health_and_readiness(chat: Served) -> None:
     ("options", "named"),
     [
         ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
-        ({"response_format": {"type": "json_object"}}, "response_format"),
+        ({"logit_bias": {"50256": -100}}, "logit_bias"),
         ({"logprobs": True}, "logprobs"),
     ],
 )

@@ -165,3 +165,26 @@ def test_a_run_that_ends_output_invalid_is_an_error_reply(tmp_path: Path, stream
             assert raised.value.status_code == 500
     finally:
         served.stop()
+
+
+def test_the_apps_own_schema_or_json_object_is_accepted_and_another_refused(
+    record: Served,
+) -> None:
+    client = record.client()
+    parsed = client.chat.completions.parse(
+        model="record",
+        messages=[user("Ann is 31")],  # type: ignore[list-item]
+        response_format=Record,
+    )
+    assert parsed.choices[0].message.parsed == Record(**ACCEPTED)
+    whole = ask(client, user("Ann is 31"), response_format={"type": "json_object"})
+    assert json.loads(whole.choices[0].message.content) == ACCEPTED
+    other = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    with pytest.raises(openai.BadRequestError) as caught:
+        ask(
+            client,
+            user("Ann is 31"),
+            response_format={"type": "json_schema", "json_schema": {"name": "o", "schema": other}},
+        )
+    assert caught.value.code == "response_format_conflict"
+    assert "its own output" in caught.value.message

@@ -11,7 +11,6 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import seamkit
 from seamkit.plugins import trace_headers
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -28,15 +28,17 @@ from starlette.routing import Route
 from ._config import Keys, ServeConfig
 from ._conversation import new_messages
 from ._decisions import parse_decisions
+from ._edges import SESSION_NAME as _SESSION_NAME, Edges
+from ._error import ApiError, error_body
+from ._format import run_output
 from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
-from ._wire import ApiError, Limits, error_body, parse_request
+from ._wire import Limits, parse_request
 
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
 
 log = logging.getLogger("seamkit.serve")
 
-_SESSION_NAME = re.compile(r"[A-Za-z0-9._:@-]{1,128}")
 _MADE_PREFIX = "run-"
 """The start of the name of a session the server makes for a request that
 names none, when the app may ask for approval."""
@@ -133,11 +135,27 @@ class _Server:
 
     # --- routes ---------------------------------------------------------------
 
+    def _model(self) -> dict[str, object]:
+        return {"id": self.name, "object": "model", "created": 0, "owned_by": "seamkit"}
+
     async def models(self, request: Request) -> Response:
         self._authenticate(request)
         self._ready()
-        data = [{"id": self.name, "object": "model", "created": 0, "owned_by": "seamkit"}]
-        return JSONResponse({"object": "list", "data": data})
+        return JSONResponse({"object": "list", "data": [self._model()]})
+
+    async def model(self, request: Request) -> Response:
+        """``GET /v1/models/{id}``: the app, by its name; another id is a 404."""
+        self._authenticate(request)
+        self._ready()
+        asked = str(request.path_params["model"])
+        if asked != self.name:
+            raise ApiError(
+                404,
+                f"the model {asked!r} does not exist here; this server serves {self.name!r}",
+                param="model",
+                code="model_not_found",
+            )
+        return JSONResponse(self._model())
 
     async def healthz(self, request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -152,6 +170,7 @@ class _Server:
         agent = self._ready()
         chat = parse_request(await self._body(request), self.name, self.limits)
         shown = self._shown(request)
+        output = run_output(agent.output, chat.response_format)
         context: dict[str, Any] = {"api_key_id": kid}
         if chat.user is not None:
             context["user"] = chat.user
@@ -163,7 +182,7 @@ class _Server:
             shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
         # a client's session: what the messages sent add to its stored ones
         given: RunInput = (
-            functools.partial(new_messages, sent=sent, output=agent.output)
+            functools.partial(new_messages, sent=sent, output=output)
             if shown and not made
             else list(sent)
         )
@@ -180,6 +199,7 @@ class _Server:
             made=made,
             defaults=chat.defaults,
             include_usage=chat.include_usage,
+            output=output,
         )
         return await (run.streamed() if chat.stream else run.whole())
 
@@ -267,6 +287,19 @@ async def _api_error(request: Request, exc: Exception) -> Response:
     return error_response(exc)
 
 
+async def _server_error(request: Request, exc: Exception) -> Response:
+    """An error the server did not expect: a 500 in OpenAI's shape that a
+    client does not retry blindly (the run may have acted); the traceback
+    goes to the log, never to the client."""
+    failed = ApiError(
+        500,
+        f"the server failed ({type(exc).__name__}); its log says why",
+        type="server_error",
+        code="server_error",
+    )
+    return error_response(failed)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code)
@@ -283,13 +316,19 @@ def create_app(options: ServerOptions) -> Starlette:
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
         Route("/v1/sessions/{name}/decisions", server.decide, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
+        Route("/v1/models/{model:path}", server.model, methods=["GET"]),
         Route("/healthz", server.healthz, methods=["GET"]),
         Route("/readyz", server.readyz, methods=["GET"]),
     ]
     return Starlette(
         routes=routes,
+        middleware=[Middleware(Edges)],
         lifespan=server.lifespan,
-        exception_handlers={ApiError: _api_error, HTTPException: _http_error},
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _server_error,
+        },
     )
 
 

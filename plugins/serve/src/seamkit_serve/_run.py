@@ -6,9 +6,10 @@ it starts (a conflicting history, a busy session, calls that wait for a
 decision) is an HTTP error, streamed or not. A run that ends ``suspended``
 answers with a text naming what waits, and ``seamkit: {outcome, session,
 pending}`` beside the choices (on a stream, in the chunk that carries the
-finish reason). An app with a declared output (`seamkit.Agent.output`)
-answers with the validated value's JSON, streamed or not: a stream holds
-the model's text and sends the JSON once the run completed.
+finish reason). A run with a declared output (the app's,
+`seamkit.Agent.output`, or the client's ``response_format``) answers with
+the validated value's JSON, streamed or not: a stream holds the model's
+text and sends the JSON once the run completed.
 """
 
 from __future__ import annotations
@@ -24,15 +25,14 @@ from seamkit.stream import Event, RunFinished, TextDelta
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ._conversation import SEPARATOR, answer_json, reply_text
+from ._edges import SESSION_HEADER
+from ._error import ApiError
 from ._pending import described, notice, waiting
-from ._wire import ApiError, chunk, completion, new_id, sse
+from ._wire import chunk, completion, new_id, sse
 
 __all__ = ["OUTCOME_HEADER", "SESSION_HEADER", "Run", "RunInput", "added", "error_response"]
 
 log = logging.getLogger("seamkit.serve")
-
-SESSION_HEADER = "x-seamkit-session"
-"""The header that names a server-side session, in a request and an answer."""
 
 OUTCOME_HEADER = "x-seamkit-outcome"
 """The header of a whole answer that says how its run ended."""
@@ -52,9 +52,12 @@ Refusal = Callable[[seamkit.ResumeError], ApiError]
 """How a request refuses a run that cannot continue as asked."""
 
 
-def error_response(exc: ApiError) -> Response:
-    """``exc`` as an answer in OpenAI's error shape."""
-    return JSONResponse(exc.body(), status_code=exc.status)
+def error_response(exc: ApiError, headers: Mapping[str, str] | None = None) -> Response:
+    """``exc`` as an answer in OpenAI's error shape, with ``headers`` and
+    whether a client may retry it (`ApiError.headers`)."""
+    return JSONResponse(
+        exc.body(), status_code=exc.status, headers={**(headers or {}), **exc.headers()}
+    )
 
 
 @dataclass(slots=True)
@@ -68,6 +71,8 @@ class Run:
     decided: what the run adds starts after the turn that made them.
     ``refused`` turns a `seamkit.ResumeError` into the answer's error;
     ``trace`` is the caller's trace-context headers, which the run continues.
+    ``output`` is the run's output when the request asked for one (a
+    client's ``response_format``); ``None``: the app's own, if any.
     """
 
     agent: seamkit.Agent
@@ -83,7 +88,13 @@ class Run:
     continues: frozenset[str] = frozenset()
     defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
     include_usage: bool = False
+    output: seamkit.Output[object] | None = None
     id: str = field(default_factory=new_id)
+
+    @property
+    def declared(self) -> seamkit.Output[object] | None:
+        """The output the run answers with (``None``: text)."""
+        return self.agent.output if self.output is None else self.output
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"context": self.context, "defaults": self.defaults}
@@ -92,6 +103,8 @@ class Run:
         else:
             options["session"] = self.session
             options["store"] = self.store
+        if self.output is not None:
+            options["output"] = self.output
         return options
 
     def _refusal(self, exc: Exception) -> ApiError | None:
@@ -102,6 +115,10 @@ class Run:
             return ApiError(409, exc.message, code="session_busy")
         if isinstance(exc, seamkit.ResumeError):
             return self.refused(exc)
+        if isinstance(exc, seamkit.OutputDefinitionError):  # the client's response_format
+            return ApiError(
+                400, exc.message, param="response_format", code="invalid_response_format"
+            )
         return None
 
     def _headers(self, kept: bool) -> dict[str, str]:
@@ -129,15 +146,15 @@ class Run:
             refusal = self._refusal(exc)
             if refusal is None:
                 raise
-            return error_response(refusal)
+            return error_response(refusal, self._headers(not self.made))
         suspended = isinstance(result.outcome, seamkit.Suspended)
         kept = suspended or not self.made
         if not suspended:
             await self._forget()  # gone before the answer: a client never finds it
         text, finish, failure = self._answer(result)
-        if failure is not None:
-            return error_response(failure)
         headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(kept)}
+        if failure is not None:
+            return error_response(failure, headers)
         body = completion(self.id, self.model, text, finish, result.usage, self._extra(result))
         return JSONResponse(body, headers=headers)
 
@@ -158,7 +175,7 @@ class Run:
             refusal = self._refusal(exc)
             if refusal is None:
                 raise
-            return error_response(refusal)
+            return error_response(refusal, self._headers(not self.made))
         return StreamingResponse(
             self._events(stream, first),
             media_type="text/event-stream",
@@ -178,7 +195,7 @@ class Run:
         kept = False
         # a structured run's text is its answers, held: the reply is the
         # validated value's JSON, sent once the run completed
-        held = self.agent.output is not None
+        held = self.declared is not None
         try:
             while event is not None:
                 if isinstance(event, TextDelta) and event.text and not held:
@@ -236,7 +253,7 @@ class Run:
             return "", "stop", ApiError(500, outcome.error, type="server_error", code="run_failed")
         if isinstance(outcome, seamkit.Cancelled):
             return "", "stop", ApiError(504, "the run was cancelled", type="server_error")
-        declared = self.agent.output
+        declared = self.declared
         if declared is not None:  # the validated value only: never an answer it rejected
             completed = isinstance(outcome, seamkit.Completed)
             text = answer_json(declared, result.output) if completed else ""

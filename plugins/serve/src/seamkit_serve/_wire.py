@@ -3,17 +3,19 @@ read into a `ChatRequest` (or an `ApiError` a person can act on), and the
 answer written as a completion, as SSE chunks, or as an error, all in
 OpenAI's shapes.
 
-Request parameters fall in three groups (the guide lists them):
+An explicit ``null`` is the parameter's absence, as with OpenAI. Request
+parameters fall in four groups (the guide lists them):
 
 - honoured: ``model`` (the app's name), ``messages``, ``stream``,
   ``stream_options.include_usage``, ``temperature``, ``max_tokens`` /
-  ``max_completion_tokens``, ``user``;
+  ``max_completion_tokens``, ``response_format`` (`parse_format`), ``user``
+  and ``n`` when it is 1;
 - passed to the app's model as ``additional_params`` (its hooks may change
   them): ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``,
   ``stop``;
-- refused with a 400 that names them: everything else, ``tools``,
-  ``tool_choice``, ``functions``, ``response_format`` and ``n`` > 1 among
-  them, since the app runs its own tools and answers with one message.
+- accepted and not acted on, since they cannot change the answer:
+  ``store``, ``metadata`` (checked for OpenAI's shape);
+- refused with a 400 that names them and says why (`REFUSED`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import seamkit
+
+from ._error import ApiError, error_body
+from ._format import ResponseFormat, parse_format
 
 __all__ = [
     "ApiError",
@@ -51,41 +56,35 @@ HONOURED = frozenset(
         "max_completion_tokens",
         "user",
         "n",
+        "response_format",
     }
 )
+ACCEPTED = frozenset({"store", "metadata"})
+"""Parameters that cannot change the answer: checked, then not acted on."""
+_TOOLS = "this app runs its own tools and does not take a client's"
+_TEXT = "this app answers with text"
+REFUSED: dict[str, str] = {
+    "tools": _TOOLS,
+    "tool_choice": _TOOLS,
+    "parallel_tool_calls": _TOOLS,
+    "functions": _TOOLS,
+    "function_call": _TOOLS,
+    "logprobs": "a run may take many model turns, so its tokens have no log-probabilities",
+    "top_logprobs": "a run may take many model turns, so its tokens have no log-probabilities",
+    "logit_bias": "token ids belong to a model, and the app chooses its model",
+    "audio": _TEXT,
+    "modalities": _TEXT,
+    "prediction": "a predicted output is not used by the app's runs",
+    "web_search_options": "the app's tools decide what it looks up",
+    "reasoning_effort": "the app's configuration chooses its model's settings",
+    "verbosity": "the app's configuration chooses its model's settings",
+    "service_tier": "the app's configuration chooses its model's settings",
+}
+"""OpenAI's parameters the server refuses, each with why."""
+_HARMLESS: dict[str, object] = {"logprobs": False, "parallel_tool_calls": True}
+"""Refused parameters whose value asks for what happens anyway."""
 PASSED_ON = frozenset({"top_p", "frequency_penalty", "presence_penalty", "seed", "stop"})
 _ROLES = frozenset({"system", "developer", "user", "assistant"})
-
-
-class ApiError(seamkit.SeamkitError):
-    """An answer other than 200, in OpenAI's error shape: ``status`` and the
-    body's ``message``, ``type``, ``param`` and ``code``."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.type = type
-        self.param = param
-        self.code = code
-
-    def body(self) -> dict[str, object]:
-        """The JSON body: ``{"error": {message, type, param, code}}``."""
-        return error_body(self.message, self.type, self.param, self.code)
-
-
-def error_body(
-    message: str, type: str, param: str | None = None, code: str | None = None
-) -> dict[str, object]:
-    """OpenAI's error object."""
-    return {"error": {"message": message, "type": type, "param": param, "code": code}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +104,7 @@ class ChatRequest:
     include_usage: bool = False
     user: str | None = None
     defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
+    response_format: ResponseFormat | None = None
 
 
 def _bad(message: str, param: str | None = None, code: str | None = None) -> ApiError:
@@ -184,17 +184,20 @@ def json_object(raw: bytes, limits: Limits, shape: str = "") -> dict[str, Any]:
 
 def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
     """The request in ``raw``, or the `ApiError` that says what is wrong."""
-    body = json_object(raw, limits)
-    refused = sorted(k for k in body if k not in HONOURED and k not in PASSED_ON)
+    body = {k: v for k, v in json_object(raw, limits).items() if v is not None}
+    for key, value in _HARMLESS.items():
+        if body.get(key) == value and type(body[key]) is type(value):
+            del body[key]
+    if body.get("modalities") == ["text"]:
+        del body["modalities"]
+    known = HONOURED | PASSED_ON | ACCEPTED
+    refused = sorted(k for k in body if k not in known)
     if refused:
-        raise _bad(
-            f"this app cannot honour {', '.join(refused)}: it runs its own tools and takes "
-            "only model, messages, stream, stream_options, temperature, max_tokens, "
-            "max_completion_tokens, user, n=1, top_p, frequency_penalty, presence_penalty, "
-            "seed and stop",
-            refused[0],
-            "unsupported_parameter",
-        )
+        name = refused[0]
+        why = REFUSED.get(name, "it is not a chat-completions parameter this server knows")
+        also = f" (also refused: {', '.join(refused[1:])})" if refused[1:] else ""
+        raise _bad(f"this app cannot honour {name}: {why}{also}", name, "unsupported_parameter")
+    _accepted(body)
     model = body.get("model")
     if model != app_name:
         raise ApiError(
@@ -236,7 +239,35 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
         max_tokens=limit,
         additional_params=passed or None,
     )
-    return ChatRequest(parsed, stream, bool(options.get("include_usage")), user, defaults)
+    return ChatRequest(
+        parsed,
+        stream,
+        bool(options.get("include_usage")),
+        user,
+        defaults,
+        parse_format(body.get("response_format")),
+    )
+
+
+def _accepted(body: dict[str, Any]) -> None:
+    """Check ``store`` and ``metadata`` as OpenAI would (a bool; at most 16
+    string keys of up to 64 characters with string values of up to 512)."""
+    if "store" in body and not isinstance(body["store"], bool):
+        raise _bad("store must be true or false", "store")
+    metadata = body.get("metadata", {})
+    if not (
+        isinstance(metadata, dict)
+        and len(metadata) <= 16
+        and all(
+            isinstance(k, str) and len(k) <= 64 and isinstance(v, str) and len(v) <= 512
+            for k, v in metadata.items()
+        )
+    ):
+        raise _bad(
+            "metadata must be an object of at most 16 string keys (up to 64 characters) "
+            "with string values (up to 512)",
+            "metadata",
+        )
 
 
 def new_id() -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -177,5 +178,28 @@ def test_answers_that_never_fit_fail_the_run_and_are_not_retried(
                 ask(served, response_format=RECORD)
             assert caught.value.response.headers["x-should-retry"] == "false"
             assert caught.value.response.headers["x-seamkit-outcome"] == "failed"
+    finally:
+        served.stop()
+
+
+def test_an_app_whose_model_takes_no_native_output_refuses_a_format_before_running(
+    tmp_path: Path,
+) -> None:
+    app = tmp_path / "plain.yaml"
+    app.write_text(
+        "name: plain\n"
+        "model: {provider: openai, name: m, base_url: 'http://127.0.0.1:9/v1', "
+        "native_output: false}\n"
+    )
+    served = Served(str(app), tmp_path)
+    try:
+        with pytest.raises(openai.BadRequestError) as caught:
+            client(served).chat.completions.create(
+                model="plain",
+                messages=HI,  # type: ignore[arg-type]
+                response_format=RECORD,  # type: ignore[arg-type]
+            )
+        assert caught.value.body["param"] == "response_format"  # type: ignore[index]
+        assert "takes no JSON Schema response format" in caught.value.message
     finally:
         served.stop()

@@ -170,7 +170,7 @@ class _Server:
         agent = self._ready()
         chat = parse_request(await self._body(request), self.name, self.limits)
         shown = self._shown(request)
-        output = run_output(agent.output, chat.response_format)
+        output = run_output(agent.output, chat.response_format, agent.model)
         context: dict[str, Any] = {"api_key_id": kid}
         if chat.user is not None:
             context["user"] = chat.user

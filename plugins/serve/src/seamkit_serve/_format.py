@@ -13,7 +13,7 @@ any other with a 400.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,13 +114,26 @@ def same_schema(declared: seamkit.Output[object], asked: ResponseFormat) -> bool
 
 
 def run_output(
-    declared: seamkit.Output[object] | None, asked: ResponseFormat | None
+    declared: seamkit.Output[object] | None, asked: ResponseFormat | None, model: object
 ) -> seamkit.Output[object] | None:
     """The output a run answers with: the app's own when it declares one
     (``asked`` must then be the same: `same_schema`, else a 400 that says
-    so), else the one the client asked for (``None``: text)."""
-    if declared is None or asked is None:
-        return asked.output if declared is None and asked is not None else declared
+    so), else the one the client asked for (``None``: text), which the
+    app's ``model`` must take in native mode (its ``output_modes``, when it
+    lists them: else a 400 before anything runs)."""
+    if asked is None:
+        return declared
+    if declared is None:
+        modes: object = getattr(model, "output_modes", None)
+        if isinstance(modes, Collection) and "native" not in modes:
+            raise ApiError(
+                400,
+                "this app's model takes no JSON Schema response format (native structured "
+                "output), so the app cannot honour response_format",
+                param=_PARAM,
+                code="unsupported_parameter",
+            )
+        return asked.output
     if not same_schema(declared, asked):
         raise ApiError(
             400,

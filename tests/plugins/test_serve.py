@@ -374,16 +374,18 @@ def test_bad_input_is_a_4xx_a_person_can_act_on_and_saves_nothing(
 # --- context, baseline ------------------------------------------------------------------
 
 
-def test_tools_see_the_requests_user_and_the_servers_key_id(tmp_path: Path) -> None:
+def test_tools_see_the_keys_identity_as_user_and_the_servers_key_id(tmp_path: Path) -> None:
     from seamkit_serve._config import key_id  # the id the server derives from the key
 
     served = Served("whoami", tmp_path)
     try:
+        # a plain key may not name users: the request's user is not the run's
+        me = key_id(KEY_A)
         answer = ask(served.client(), "who?", model="whoami", user="ann")
-        assert answer.choices[0].message.content == f"user=ann key={key_id(KEY_A)}"
+        assert answer.choices[0].message.content == f"user={me} key={me}"
         streamed = ask(served.client(), "who?", model="whoami", user="bob", stream=True)
         text = "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
-        assert text == f"user=bob key={key_id(KEY_A)}"
+        assert text == f"user={me} key={me}"
     finally:
         served.stop()
 
@@ -499,13 +501,31 @@ def test_two_workers_share_sessions(tmp_path: Path) -> None:
         served.stop()
 
 
+MEMORY = Path(__file__).resolve().parents[2] / "docs" / "examples" / "memory"
+
+
+def memory_app(tmp: Path) -> Path:
+    """The memory example, copied under ``tmp``, served with the guide's keys:
+    key A may act as ann (and only ann), key B is a plain key."""
+    app = tmp / "memory-app"
+    shutil.copytree(MEMORY, app, ignore=shutil.ignore_patterns("__pycache__"))
+    with (app / "app.yaml").open("a") as manifest:
+        manifest.write(
+            "serve:\n"
+            "  api_keys:\n"
+            "    - {id: ann-app, key: '${secret:SERVE_KEY_A}', assert_users: [ann]}\n"
+            "    - '${secret:SERVE_KEY_B}'\n"
+        )
+    return app / "app.yaml"
+
+
 def test_the_memory_example_served_keeps_its_injection_fresh_across_requests(
     tmp_path: Path,
 ) -> None:
-    app = Path(__file__).resolve().parents[2] / "docs" / "examples" / "memory" / "app.yaml"
+    app = memory_app(tmp_path)
     served = Served(str(app), tmp_path, cwd=tmp_path)  # memories and calls.log go to tmp
     try:
-        client = served.client(None, **{"X-Seamkit-Session": "ann-chat"})
+        client = served.client(KEY_A, **{"X-Seamkit-Session": "ann-chat"})
         for text in ("I like tea", "and biscuits"):
             answer = ask(client, text, model="memory", user="ann")
             assert answer.choices[0].message.content == "Noted."

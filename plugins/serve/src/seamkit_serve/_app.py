@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ._config import Keys, ServeConfig
+from ._config import Caller, Keys, ServeConfig
 from ._conversation import new_messages
 from ._decisions import parse_decisions
 from ._edges import SESSION_NAME as _SESSION_NAME, Edges
@@ -85,17 +85,18 @@ class _Server:
 
     # --- helpers ------------------------------------------------------------
 
-    def _authenticate(self, request: Request) -> str:
+    def _authenticate(self, request: Request) -> Caller:
+        """Who the request comes from, by its API key; a 401 for no key of ours."""
         header = request.headers.get("authorization", "")
         scheme, _, presented = header.partition(" ")
-        kid = self.keys.identify(presented.strip() if scheme.lower() == "bearer" else None)
-        if kid is None:
+        caller = self.keys.identify(presented.strip() if scheme.lower() == "bearer" else None)
+        if caller is None:
             raise ApiError(
                 401,
                 "missing or wrong API key: send 'Authorization: Bearer <key>'",
                 code="invalid_api_key",
             )
-        return kid
+        return caller
 
     def _ready(self) -> seamkit.Agent:
         if self.agent is None:
@@ -166,14 +167,14 @@ class _Server:
         return JSONResponse({"status": "ready", "app": self.name})
 
     async def chat(self, request: Request) -> Response:
-        kid = self._authenticate(request)
+        caller = self._authenticate(request)
+        kid = caller.id
         agent = self._ready()
         chat = parse_request(await self._body(request), self.name, self.limits)
         shown = self._shown(request)
         output = run_output(agent.output, chat.response_format, agent.model)
-        context: dict[str, Any] = {"api_key_id": kid}
-        if chat.user is not None:
-            context["user"] = chat.user
+        # the run's user is the key's, unless the key may name the request's
+        context: dict[str, Any] = {"api_key_id": kid, "user": caller.user(chat.user)}
         sent = chat.messages
         made = shown is None and may_ask(agent)
         if made:
@@ -206,10 +207,12 @@ class _Server:
     async def decide(self, request: Request) -> Response:
         """``POST /v1/sessions/{name}/decisions``: decide the calls a
         session's suspended run waits for, and continue it."""
-        kid = self._authenticate(request)
+        caller = self._authenticate(request)
+        kid = caller.id
         agent = self._ready()
         shown = str(request.path_params["name"])
         asked = parse_decisions(await self._body(request), self.limits)
+        user = caller.user(asked.user)
         session = f"{kid}/{shown}"
         store = self.store
         known = store is not None and _SESSION_NAME.fullmatch(shown) is not None
@@ -233,9 +236,7 @@ class _Server:
                     param=f"decisions[{order.index(call.call_id)}]",
                     code="decision_refused",
                 )
-        context: dict[str, Any] = {"api_key_id": kid}
-        if asked.user is not None:
-            context["user"] = asked.user
+        context: dict[str, Any] = {"api_key_id": kid, "user": user}
         # no decisions: continue a run a crash cut short, or say again what waits
         decisions = seamkit.Decisions(dict(asked.decisions), by=kid) if asked.decisions else None
         run = Run(

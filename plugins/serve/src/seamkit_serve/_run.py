@@ -3,7 +3,9 @@ continuation a decisions request asks for.
 
 A stream's headers go out with the run's first event: a run refused before
 it starts (a conflicting history, a busy session, calls that wait for a
-decision) is an HTTP error, streamed or not. A run that ends ``suspended``
+decision) is an HTTP error, streamed or not; a stored session that cannot
+be read is a 500 in OpenAI's shape whole, and streamed an error event and
+``[DONE]``, wherever in the run it fails. A run that ends ``suspended``
 answers with a text naming what waits, and ``seamkit: {outcome, session,
 pending}`` beside the choices (on a stream, in the chunk that carries the
 finish reason). A run with a declared output (the app's,
@@ -38,6 +40,9 @@ OUTCOME_HEADER = "x-seamkit-outcome"
 """The header of a whole answer that says how its run ended."""
 
 _DONE = b"data: [DONE]\n\n"
+
+_UNREADABLE = "session_unreadable"
+"""The code of the 500 for a stored session that cannot be read (or saved)."""
 
 RunInput = (
     None
@@ -115,6 +120,18 @@ class Run:
             return ApiError(409, exc.message, code="session_busy")
         if isinstance(exc, seamkit.ResumeError):
             return self.refused(exc)
+        if isinstance(exc, seamkit.SessionError) and self.session is not None:
+            # a stored session that cannot be read (or saved): the why, which
+            # names the store, goes to the log; the client learns which one
+            log.warning("session %r: %s", self.shown, exc.message)
+            return ApiError(
+                500,
+                f"the session {self.shown!r} could not be read or saved; "
+                "the server's log says why (an operator can export or delete it with "
+                "'seamkit sessions')",
+                type="server_error",
+                code=_UNREADABLE,
+            )
         if isinstance(exc, seamkit.OutputDefinitionError):  # the client's response_format
             return ApiError(
                 400, exc.message, param="response_format", code="invalid_response_format"
@@ -175,6 +192,12 @@ class Run:
             refusal = self._refusal(exc)
             if refusal is None:
                 raise
+            if refusal.code == _UNREADABLE:  # the server's failure: said as a stream's
+                return StreamingResponse(
+                    iter([sse(refusal.body()) + _DONE]),
+                    media_type="text/event-stream",
+                    headers=self._headers(not self.made),
+                )
             return error_response(refusal, self._headers(not self.made))
         return StreamingResponse(
             self._events(stream, first),

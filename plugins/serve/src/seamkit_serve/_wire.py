@@ -93,6 +93,8 @@ class Limits:
 
     max_body_bytes: int
     max_messages: int
+    max_depth: int = 64
+    """How deeply a request's JSON may nest arrays and objects."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +175,37 @@ def json_object(raw: bytes, limits: Limits, shape: str = "") -> dict[str, Any]:
             f"{limits.max_body_bytes}",
             code="request_too_large",
         )
+    deep = _bad(
+        f"the request body nests arrays and objects more than {limits.max_depth} deep, "
+        "the most this server takes",
+        code="json_too_deep",
+    )
     try:
         body = json.loads(raw)
+    except RecursionError:
+        raise deep from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise _bad(f"the request body is not JSON: {exc}") from None
+    # no more brackets than the limit: no deeper than it (counted at C speed)
+    if raw.count(b"[") + raw.count(b"{") > limits.max_depth and _depth(body) > limits.max_depth:
+        raise deep
     if not isinstance(body, dict):
         raise _bad(f"the request body must be a JSON object{shape}")
     return body
+
+
+def _depth(value: object) -> int:
+    """How deeply ``value`` nests lists and dicts (walked without recursion)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level + 1)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar, cast, get_args
 from pydantic import JsonValue, PydanticUserError, TypeAdapter, ValidationError
 
 from ._errors import OutputDefinitionError, OutputInvalid
-from ._types import OutputMode, OutputSpec
+from ._types import JSON_DECODER, OutputMode, OutputSpec
 
 __all__ = ["DEFAULT_OUTPUT_NAME", "WRAPPER", "Output", "strict_problem", "strict_schema"]
 
@@ -176,7 +176,7 @@ class Output(Generic[T]):
         body = text.strip()
         body = _unfenced(body)
         try:
-            value: JsonValue = json.loads(body, parse_constant=_not_json)
+            value: JsonValue = JSON_DECODER.decode(body)
         except (ValueError, RecursionError) as exc:
             where = f" at position {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
             message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
@@ -227,10 +227,6 @@ class Output(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Output({self.type_name}, mode={self.mode!r}, retries={self.retries})"
-
-
-def _not_json(constant: str) -> object:
-    raise ValueError(f"{constant} is not a JSON value")
 
 
 def _unfenced(body: str) -> str:

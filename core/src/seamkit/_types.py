@@ -16,6 +16,7 @@ from ._approval import PendingCall
 
 __all__ = [
     "FEEDBACK_NAME",
+    "JSON_DECODER",
     "MAX_ARGUMENT_DEPTH",
     "Cancelled",
     "Completed",
@@ -198,7 +199,7 @@ class ToolCall(BaseModel):
         error: str | None = None
         args: dict[str, Any] = {}
         try:
-            parsed = _DECODER.decode(raw) if raw.strip() else {}
+            parsed = JSON_DECODER.decode(raw) if raw.strip() else {}
         except json.JSONDecodeError as exc:
             error = f"arguments are not valid JSON: {exc.msg} at position {exc.pos}"
         except RecursionError:
@@ -230,7 +231,7 @@ def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
+JSON_DECODER = json.JSONDecoder(parse_constant=_not_json)
 """Python's JSON, without the ``NaN`` and ``Infinity`` JSON has not."""
 
 

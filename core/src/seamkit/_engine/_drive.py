@@ -773,8 +773,8 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
                         continue
                     elif release is None:
                         emit(TextDelta(item, run.ctx.turn))
-                        if structured is not None and (shown := structured.text(item)):
-                            emit(OutputDelta(shown, run.ctx.turn))
+                        if structured is not None:
+                            _partial(run, structured.text(item))
                     else:
                         streamed += item
                         out = await release.feed(item)

@@ -8,11 +8,10 @@ and the route that decides the calls a suspended run waits for.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
-import uuid
-from collections.abc import AsyncIterator
+import secrets
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +25,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._config import Caller, Keys, ServeConfig
-from ._conversation import new_messages
+from ._conversation import Conversation
 from ._decisions import parse_decisions
 from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
+from ._handed import CallIds, Handout, made_session
 from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._wire import Limits, parse_request
@@ -38,10 +38,6 @@ from ._wire import Limits, parse_request
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
 
 log = logging.getLogger("seamkit.serve")
-
-_MADE_PREFIX = "run-"
-"""The start of the name of a session the server makes for a request that
-names none, when the app may ask for approval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +60,8 @@ class _Server:
         self.keys = Keys({})
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
+        self.ids = CallIds()
+        self.ttl = 3600.0
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -73,7 +71,13 @@ class _Server:
             config = agent.config.section("serve") if agent.config is not None else None
             serve = config if isinstance(config, ServeConfig) else ServeConfig()
             self.keys = Keys.gather(serve)
-            self.limits = Limits(serve.max_body_bytes, serve.max_messages)
+            self.limits = Limits(
+                serve.max_body_bytes,
+                serve.max_messages,
+                client_tools=serve.client_tools == "pass",
+            )
+            self.ttl = serve.client_tool_ttl_seconds
+            self.ids = CallIds.for_app(agent.settings.state_key)
             self.store = agent.session_store()
             self.name = agent.name
             self.agent = agent
@@ -176,17 +180,25 @@ class _Server:
         # the run's user is the key's, unless the key may name the request's
         context: dict[str, Any] = {"api_key_id": kid, "user": caller.user(chat.user)}
         sent = chat.messages
-        made = shown is None and may_ask(agent)
-        if made:
-            # A run that suspends is continued from the store: this one runs
-            # on a session of its own, kept only if it suspends.
-            shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
-        # a client's session: what the messages sent add to its stored ones
-        given: RunInput = (
-            functools.partial(new_messages, sent=sent, output=output)
-            if shown and not made
-            else list(sent)
+        made = False
+        if shown is None:
+            # A run that suspends or hands calls to the client is continued
+            # from the store: it runs on a session the server makes, kept only
+            # if it does; the ids of handed-out calls name it.
+            nonce = _answering(sent) if sent[-1].role == "tool" else None
+            if nonce is not None:
+                shown, made = made_session(nonce), True
+            elif chat.tools or may_ask(agent):
+                shown, made = made_session(secrets.token_bytes(12)), True
+        conversation = Conversation(
+            sent,
+            _app_tools(agent, output),
+            frozenset(t.name for t in chat.tools),
+            self.ids,
+            kid,
+            shown or "",
         )
+        given: RunInput = conversation.new_messages
         run = Run(
             agent,
             self.name,
@@ -201,6 +213,8 @@ class _Server:
             defaults=chat.defaults,
             include_usage=chat.include_usage,
             output=output,
+            tools=chat.tools,
+            handout=Handout(self.ids, kid, self.ttl),
         )
         return await (run.streamed() if chat.stream else run.whole())
 
@@ -251,8 +265,28 @@ class _Server:
             shown=shown,
             continues=frozenset(p.call_id for p in pending),
             include_usage=asked.include_usage,
+            handout=Handout(self.ids, kid, self.ttl),
         )
         return await (run.streamed() if asked.stream else run.whole())
+
+
+def _answering(sent: Sequence[seamkit.Message]) -> bytes | None:
+    """The conversation nonce of the handed-out call the request's last tool
+    result answers, when its id is one this server makes."""
+    for message in reversed(sent):
+        if message.role == "tool":
+            handed = CallIds.decode(message.tool_call_id or "")
+            return None if handed is None else handed.nonce
+    return None
+
+
+def _app_tools(agent: seamkit.Agent, output: seamkit.Output[object] | None) -> frozenset[str]:
+    """The names of the calls the server runs: the app's tools and its output tool."""
+    names = set(agent.tools)
+    declared = output if output is not None else agent.output
+    if declared is not None:
+        names.add(declared.name)
+    return frozenset(names)
 
 
 def _shown_message(exc: seamkit.ResumeError, kid: str) -> str:

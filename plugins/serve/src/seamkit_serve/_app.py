@@ -12,7 +12,7 @@ import functools
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,7 @@ from ._decisions import parse_decisions
 from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
+from ._idempotency import IDEMPOTENCY_HEADER, Idempotency, fingerprint
 from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._wire import Limits, parse_request
@@ -64,6 +65,7 @@ class _Server:
         self.keys = Keys({})
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
+        self.idempotency = Idempotency(None, 0)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -75,6 +77,7 @@ class _Server:
             self.keys = Keys.gather(serve)
             self.limits = Limits(serve.max_body_bytes, serve.max_messages)
             self.store = agent.session_store()
+            self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -134,6 +137,21 @@ class _Server:
             )
         return name
 
+    async def _keyed(
+        self,
+        request: Request,
+        kid: str,
+        body: bytes,
+        produce: Callable[[], Awaitable[Response]],
+    ) -> Response:
+        """``produce``'s answer, or, for a request with an ``Idempotency-Key``,
+        the first answer to the same request with that key (`Idempotency`)."""
+        key = Idempotency.key(request.headers.get(IDEMPOTENCY_HEADER))
+        if key is None:
+            return await produce()
+        digest = fingerprint(request.url.path, request.headers.get(SESSION_HEADER), body)
+        return await self.idempotency.answer(kid, key, digest, produce)
+
     # --- routes ---------------------------------------------------------------
 
     def _model(self) -> dict[str, object]:
@@ -168,9 +186,16 @@ class _Server:
 
     async def chat(self, request: Request) -> Response:
         caller = self._authenticate(request)
+        self._ready()
+        body = await self._body(request)
+        return await self._keyed(
+            request, caller.id, body, lambda: self._chat(request, caller, body)
+        )
+
+    async def _chat(self, request: Request, caller: Caller, body: bytes) -> Response:
         kid = caller.id
         agent = self._ready()
-        chat = parse_request(await self._body(request), self.name, self.limits)
+        chat = parse_request(body, self.name, self.limits)
         shown = self._shown(request)
         output = run_output(agent.output, chat.response_format, agent.model)
         # the run's user is the key's, unless the key may name the request's
@@ -208,10 +233,17 @@ class _Server:
         """``POST /v1/sessions/{name}/decisions``: decide the calls a
         session's suspended run waits for, and continue it."""
         caller = self._authenticate(request)
+        self._ready()
+        body = await self._body(request)
+        return await self._keyed(
+            request, caller.id, body, lambda: self._decide(request, caller, body)
+        )
+
+    async def _decide(self, request: Request, caller: Caller, body: bytes) -> Response:
         kid = caller.id
         agent = self._ready()
         shown = str(request.path_params["name"])
-        asked = parse_decisions(await self._body(request), self.limits)
+        asked = parse_decisions(body, self.limits)
         user = caller.user(asked.user)
         session = f"{kid}/{shown}"
         store = self.store

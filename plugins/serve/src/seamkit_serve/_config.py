@@ -86,6 +86,13 @@ class ServeConfig(BaseModel):
         default=1_000_000, gt=0, description="Largest request body accepted, in bytes."
     )
     max_messages: int = Field(default=500, gt=0, description="Most messages one request may carry.")
+    idempotency_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long the answer to a request with an Idempotency-Key is kept: a "
+        "repeat of the same request with the same key by the same API key within it gets "
+        "that answer again, and the app does not run again.",
+    )
     drain_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -34,6 +34,7 @@ from ._format import run_output
 from ._idempotency import IDEMPOTENCY_HEADER, Idempotency, fingerprint
 from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
+from ._session_limits import SessionLimits
 from ._wire import Limits, parse_request
 
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
@@ -66,6 +67,7 @@ class _Server:
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
         self.idempotency = Idempotency(None, 0)
+        self.session_limits = SessionLimits(1, 1)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -78,6 +80,7 @@ class _Server:
             self.limits = Limits(serve.max_body_bytes, serve.max_messages)
             self.store = agent.session_store()
             self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
+            self.session_limits = SessionLimits(serve.max_session_messages, serve.max_session_bytes)
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -208,7 +211,7 @@ class _Server:
             shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
         # a client's session: what the messages sent add to its stored ones
         given: RunInput = (
-            functools.partial(new_messages, sent=sent, output=output)
+            self.session_limits.bounded(functools.partial(new_messages, sent=sent, output=output))
             if shown and not made
             else list(sent)
         )

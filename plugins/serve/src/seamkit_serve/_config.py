@@ -93,6 +93,18 @@ class ServeConfig(BaseModel):
         "repeat of the same request with the same key by the same API key within it gets "
         "that answer again, and the app does not run again.",
     )
+    max_session_messages: int = Field(
+        default=10_000,
+        gt=0,
+        description="Most messages a client's session may hold: a request that would take it "
+        "over is a 400 session_full, and nothing runs.",
+    )
+    max_session_bytes: int = Field(
+        default=20_000_000,
+        gt=0,
+        description="Most bytes a client's session's transcript may take (as stored JSON): "
+        "a request that would take it over is a 400 session_full, and nothing runs.",
+    )
     drain_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -7,6 +7,7 @@ and the route that decides the calls a suspended run waits for.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -68,6 +69,7 @@ class _Server:
         self.store: seamkit.SessionStore | None = None
         self.idempotency = Idempotency(None, 0)
         self.session_limits = SessionLimits(1, 1)
+        self.body_seconds = 30.0
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -80,6 +82,7 @@ class _Server:
             self.limits = Limits(serve.max_body_bytes, serve.max_messages)
             self.store = agent.session_store()
             self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
+            self.body_seconds = serve.body_timeout_seconds
             self.session_limits = SessionLimits(serve.max_session_messages, serve.max_session_bytes)
             self.name = agent.name
             self.agent = agent
@@ -119,14 +122,23 @@ class _Server:
                 code="request_too_large",
             )
         received = bytearray()
-        async for piece in request.stream():
-            received += piece
-            if len(received) > limit:
-                raise ApiError(
-                    413,
-                    f"the request body is over {limit} bytes, the most this server takes",
-                    code="request_too_large",
-                )
+        try:
+            async with asyncio.timeout(self.body_seconds):  # a slow client holds nothing long
+                async for piece in request.stream():
+                    received += piece
+                    if len(received) > limit:
+                        raise ApiError(
+                            413,
+                            f"the request body is over {limit} bytes, the most this server takes",
+                            code="request_too_large",
+                        )
+        except TimeoutError:
+            raise ApiError(
+                408,
+                f"the request body did not arrive within {self.body_seconds:g} seconds "
+                f"(serve.body_timeout_seconds); {len(received)} bytes came",
+                code="request_timeout",
+            ) from None
         return bytes(received)
 
     def _shown(self, request: Request) -> str | None:

@@ -105,6 +105,18 @@ class ServeConfig(BaseModel):
         description="Most bytes a client's session's transcript may take (as stored JSON): "
         "a request that would take it over is a 400 session_full, and nothing runs.",
     )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a client may take to send a request's headers, from its first "
+        "byte (or the connection's opening); past it the connection is closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a client may take to send a request's body; past it the "
+        "answer is a 408 and the connection is closed.",
+    )
     drain_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -171,3 +171,33 @@ def test_another_api_keys_same_key_is_its_own_run(app: App) -> None:
     assert "idempotent-replayed" not in b.headers
     assert a.json()["id"] != b.json()["id"]
     assert app.acted() == before + 2
+
+
+def test_a_request_refused_before_its_run_is_not_recorded(app: App) -> None:
+    key = fresh()
+    before = app.acted()
+    wrong = app.post(KEY_A, key, {"model": "other", "messages": GO})
+    assert wrong.status_code == 404
+    assert (
+        "idempotent-replayed"
+        not in app.post(KEY_A, key, {"model": "other", "messages": GO}).headers
+    )
+    # nothing ran, so the key is free for the corrected request
+    right = app.post(KEY_A, key, {"model": "idem", "messages": GO})
+    assert right.status_code == 200
+    assert app.acted() == before + 1
+
+
+def test_a_client_session_cannot_take_a_records_name(app: App) -> None:
+    import hashlib
+
+    key = fresh()
+    first = app.post(KEY_A, key, {"model": "idem", "messages": GO})
+    # the record's name is not a name a client may give its session
+    named = f"idem/{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+    forged = app.post(
+        KEY_A, fresh(), {"model": "idem", "messages": GO}, **{"x-seamkit-session": named}
+    )
+    assert forged.status_code == 400
+    again = app.post(KEY_A, key, {"model": "idem", "messages": GO})
+    assert again.content == first.content

@@ -2,9 +2,10 @@
 answer again, and the app runs once.
 
 A keyed request's record lives in the server's session store, as the state
-of the session ``<api_key_id>/idem-<sha256(key)[:32]>`` (a key is its API
-key's: another API key's same ``Idempotency-Key`` is its own), so every
-worker of the server finds it. The request that runs holds the store's lock
+of the session ``<api_key_id>/idem/<sha256(key)[:32]>`` (a key is its API
+key's: another API key's same ``Idempotency-Key`` is its own; the ``/``
+keeps it apart from every session a client can name), so every worker of
+the server finds it. The request that runs holds the store's lock
 on that name from before its run until its answer is recorded; a repeat
 waits for the lock, then replays what was recorded. A repeat whose path,
 ``X-Seamkit-Session`` or body differ from the first's is a 409
@@ -138,7 +139,7 @@ class Idempotency:
         made in a task a disconnect does not cancel, and recorded."""
         if self.store is None:  # no store, nothing to keep: as if unkeyed
             return await produce()
-        name = f"{kid}/idem-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
+        name = f"{kid}/idem/{hashlib.sha256(key.encode()).hexdigest()[:32]}"
         recording = _Recording()
         task = asyncio.create_task(self._keep(name, digest, produce, recording))
         self._tasks.add(task)

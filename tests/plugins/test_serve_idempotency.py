@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,10 +32,10 @@ GO = [{"role": "user", "content": "go"}]
 class App:
     """The served app and the file its counting tool writes."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, app: str = "idem", *args: str) -> None:
         self.count_file = tmp / "count.txt"
         self.count_file.write_text("")
-        self.served = Served("idem", tmp, env={"SERVE_COUNT_FILE": str(self.count_file)})
+        self.served = Served(app, tmp, *args, env={"SERVE_COUNT_FILE": str(self.count_file)})
 
     def acted(self) -> int:
         return self.count_file.read_text().count("acted")
@@ -201,3 +202,52 @@ def test_a_client_session_cannot_take_a_records_name(app: App) -> None:
     assert forged.status_code == 400
     again = app.post(KEY_A, key, {"model": "idem", "messages": GO})
     assert again.content == first.content
+
+
+def records(app: App) -> list[str]:
+    names = asyncio.run(seamkit.SQLiteSessionStore(app.served.store).list())
+    return [n for n in names if "/idem/" in n]
+
+
+def test_an_expired_key_runs_again_and_expired_records_are_swept(tmp_path: Path) -> None:
+    short = App(tmp_path, "idem_short")  # idempotency_seconds: 1
+    try:
+        key = fresh()
+        body = {"model": "idem", "messages": GO}
+        assert short.post(KEY_A, key, body).status_code == 200
+        assert len(records(short)) == 1
+        time.sleep(1.2)
+        again = short.post(KEY_A, key, body)  # expired: a new run, its record overwrites
+        assert "idempotent-replayed" not in again.headers
+        assert short.acted() == 2
+        time.sleep(1.2)
+        assert short.post(KEY_A, fresh(), body).status_code == 200  # records, then sweeps
+        deadline = time.monotonic() + 5
+        while len(records(short)) != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(records(short)) == 1  # only the live one is left
+    finally:
+        short.served.stop()
+
+
+def test_workers_share_the_records(tmp_path: Path) -> None:
+    two = App(tmp_path, "idem", "--workers", "2")
+    try:
+        key = fresh()
+        body = {"model": "idem", "stream": True, "messages": GO}
+        got: list[httpx.Response] = []
+
+        def call() -> None:
+            got.append(two.post(KEY_A, key, body))
+
+        threads = [threading.Thread(target=call) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert [r.status_code for r in got] == [200] * 6
+        assert len({r.content for r in got}) == 1  # the first's SSE bytes, replayed
+        assert got[0].text.endswith("data: [DONE]\n\n")
+        assert two.acted() == 1
+    finally:
+        two.served.stop()

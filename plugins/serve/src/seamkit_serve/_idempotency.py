@@ -18,7 +18,8 @@ bytes); a whole one as its status, headers and body. Only answers of a run
 are recorded (a 200, or an answer carrying ``X-Seamkit-Outcome``): a request
 refused before it ran (a 4xx, a busy session) is not, so its retry is
 checked again. Records older than ``serve.idempotency_seconds`` are ignored
-and overwritten. Recorded answers are never logged.
+and overwritten, and each worker deletes expired ones now and then (at most
+hourly). Recorded answers are never logged.
 """
 
 from __future__ import annotations
@@ -51,6 +52,11 @@ _STATE_KEY = "idempotency"
 
 _WAIT_SECONDS = 900.0
 """How long a repeat waits for the first request's run before it is a 409."""
+
+_SWEEP_SECONDS = 3600.0
+"""How often (at most) a worker deletes expired records: after recording an
+answer, once this long (or ``idempotency_seconds``, when shorter) passed
+since its last sweep."""
 
 _MAX_KEY = 255
 """The longest idempotency key taken."""
@@ -119,6 +125,7 @@ class Idempotency:
         self.store = store
         self.seconds = seconds
         self._tasks: set[asyncio.Task[None]] = set()
+        self._swept_at = time.monotonic()
 
     @staticmethod
     def key(given: str | None) -> str | None:
@@ -156,7 +163,7 @@ class Idempotency:
             async with store.lock(name, _WAIT_SECONDS):
                 stored = await store.load(name)
                 record = stored.state.get(_STATE_KEY) if stored is not None else None
-                if isinstance(record, dict) and float(record.get("expires", 0)) > time.time():
+                if isinstance(record, dict) and _live(record):
                     if record.get("digest") != digest:
                         raise ApiError(
                             409,
@@ -182,6 +189,7 @@ class Idempotency:
                 ran = recording.status == 200 or "x-seamkit-outcome" in recording.headers
                 if ran:
                     await store.save(name, (), {_STATE_KEY: self._record(digest, recording)})
+                    self._maybe_sweep()
         except seamkit.SessionBusy:
             _fail(
                 recording,
@@ -200,6 +208,36 @@ class Idempotency:
             recording.done.set()
             recording.grew.set()
 
+    def _maybe_sweep(self) -> None:
+        """Start a sweep of expired records when none ran for a while."""
+        now = time.monotonic()
+        if now - self._swept_at < min(self.seconds, _SWEEP_SECONDS):
+            return
+        self._swept_at = now
+        task = asyncio.create_task(self._sweep())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _sweep(self) -> None:
+        """Delete the records that expired (of every API key; a record in use
+        is left to its request)."""
+        store = self.store
+        assert store is not None
+        try:
+            for name in await store.list():
+                if name.count("/") != 2 or name.split("/")[1] != "idem":
+                    continue
+                try:
+                    async with store.lock(name, 0):
+                        stored = await store.load(name)
+                        record = stored.state.get(_STATE_KEY) if stored is not None else None
+                        if not _live(record):
+                            await store.delete(name)
+                except seamkit.SessionBusy:
+                    continue
+        except seamkit.SeamkitError as exc:
+            log.warning("could not sweep expired idempotency records: %s", exc.message)
+
     def _record(self, digest: str, recording: _Recording) -> dict[str, object]:
         return {
             "digest": digest,
@@ -209,6 +247,14 @@ class Idempotency:
             "headers": {k: v for k, v in recording.headers.items() if k.lower() in _KEPT_HEADERS},
             "body": base64.b64encode(b"".join(recording.pieces)).decode("ascii"),
         }
+
+
+def _live(record: object) -> bool:
+    """Whether ``record`` is a record that has not expired."""
+    if not isinstance(record, dict):
+        return False
+    expires = record.get("expires")
+    return isinstance(expires, int | float) and expires > time.time()
 
 
 def _replay(record: dict[str, object], recording: _Recording) -> None:

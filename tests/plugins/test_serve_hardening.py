@@ -21,8 +21,6 @@ import seamkit
 
 from tests.plugins.test_serve import Served, ask
 
-pytestmark = pytest.mark.slow
-
 
 def test_a_disconnect_mid_stream_lets_on_completion_finish(tmp_path: Path) -> None:
     noted = tmp_path / "noted.txt"

@@ -24,8 +24,6 @@ import seamkit
 
 from tests.plugins.test_serve import KEY_A, KEY_B, Served
 
-pytestmark = pytest.mark.slow
-
 GO = [{"role": "user", "content": "go"}]
 
 
@@ -209,6 +207,7 @@ def records(app: App) -> list[str]:
     return [n for n in names if "/idem/" in n]
 
 
+@pytest.mark.slow
 def test_an_expired_key_runs_again_and_expired_records_are_swept(tmp_path: Path) -> None:
     short = App(tmp_path, "idem_short")  # idempotency_seconds: 1
     try:
@@ -230,6 +229,7 @@ def test_an_expired_key_runs_again_and_expired_records_are_swept(tmp_path: Path)
         short.served.stop()
 
 
+@pytest.mark.slow
 def test_workers_share_the_records(tmp_path: Path) -> None:
     two = App(tmp_path, "idem", "--workers", "2")
     try:

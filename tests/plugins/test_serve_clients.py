@@ -10,7 +10,8 @@ Each check is a small script under ``tests/plugins/serve_clients`` run by the
 client's interpreter against a real ``seamkit serve`` (a scripted app written
 to a temporary directory, with an API key); the script prints what the client
 handed its caller as one JSON line. Per client: plain chat whole and
-streamed, structured output through ``response_format`` (LangChain
+streamed, a conversation in one ``X-Seamkit-Session``, structured output
+through ``response_format`` (LangChain
 ``with_structured_output(method="json_schema")``, pydantic-ai
 ``NativeOutput``, LiteLLM ``response_format=``, the Agents SDK
 ``output_type``), structured output through an output *tool* (LangChain's
@@ -41,7 +42,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.plugins.test_serve import Served
+from tests.plugins.test_serve import Served, stored
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -60,6 +61,8 @@ RECORD = {"name": "Ann", "age": 31}
 ADD_CALL = {"name": "add", "args": {"a": 2, "b": 3}}
 SUM_TEXT = "2 + 3 = 5"
 SCRIPT_SECONDS = 120
+CONVERSATION = [("user", "one"), ("assistant", TEXT), ("user", "two"), ("assistant", TEXT)]
+"""What the ``session`` check's session holds after its two turns."""
 
 APPS: dict[str, list[dict[str, Any]]] = {
     "chat": [{"text": TEXT, "deltas": DELTAS}],
@@ -176,6 +179,11 @@ def apps(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Apps]:
         assert KEY not in log, "the API key reached the server's log"
 
 
+def session_name(client: str, check: str) -> str:
+    """The ``X-Seamkit-Session`` of ``client``'s ``check`` (its ``session`` check uses it)."""
+    return f"s-{client}-{check}".replace("_", "-")
+
+
 def run(
     environments: dict[str, Installed], apps: dict[str, Served], client: str, check: str, app: str
 ) -> dict[str, Any]:
@@ -188,6 +196,7 @@ def run(
         SERVE_BASE_URL=f"{served.root}/v1",
         SERVE_API_KEY=KEY,
         SERVE_MODEL=f"clients-{app}",
+        SERVE_SESSION=session_name(client, check),
         PYTHONDONTWRITEBYTECODE="1",
         LITELLM_LOCAL_MODEL_COST_MAP="True",
         OPENAI_AGENTS_DISABLE_TRACING="1",
@@ -238,6 +247,19 @@ def test_plain_chat_streamed(
 
 
 @pytest.mark.parametrize("client", ALL)
+def test_a_conversation_in_one_session(
+    environments: dict[str, Installed], apps: dict[str, Served], client: str
+) -> None:
+    """With ``X-Seamkit-Session`` among the client's headers, the client sends
+    its conversation again with the next message (each in its own shape: the
+    assistant's message as the client keeps it), and the server takes it as
+    the stored session's continuation (no 409 ``session_conflict``)."""
+    assert run(environments, apps, client, "session", "chat")["got"] == [TEXT, TEXT]
+    session = stored(apps["chat"], session_name(client, "session"), KEY)
+    assert [(m.role, m.text) for m in session] == CONVERSATION
+
+
+@pytest.mark.parametrize("client", ALL)
 def test_structured_output_through_response_format(
     environments: dict[str, Installed], apps: dict[str, Served], client: str
 ) -> None:
@@ -280,6 +302,7 @@ def test_the_clients_own_function_tool_round_trip(
     [
         ("chat", "chat", TEXT),
         ("stream", "chat", TEXT),  # the pieces joined
+        ("session", "chat", [TEXT, TEXT]),  # and the session stored, as above
         ("structured", "record", RECORD),
         ("tool_round_trip", "add", {"calls": [ADD_CALL], "text": SUM_TEXT}),
     ],
@@ -293,3 +316,6 @@ def test_the_agents_sdk_default_responses_model(
 ) -> None:
     got = run(environments, apps, "agents", f"responses_{check}", app)["got"]
     assert ("".join(got) if check == "stream" else got) == expected
+    if check == "session":
+        session = stored(apps["chat"], session_name("agents", "responses_session"), KEY)
+        assert [(m.role, m.text) for m in session] == CONVERSATION

@@ -16,6 +16,8 @@ BASE_URL = os.environ["SERVE_BASE_URL"]
 API_KEY = os.environ["SERVE_API_KEY"]
 MODEL = os.environ["SERVE_MODEL"]
 QUESTION = "Ann is 31"
+SESSION = {"X-Seamkit-Session": os.environ["SERVE_SESSION"]}
+"""The session header of the ``session`` check (one session per client and check)."""
 ADDED: list[tuple[int, int]] = []
 """Every call of `add`, as the client's own tool ran it."""
 

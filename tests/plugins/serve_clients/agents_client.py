@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from _common import API_KEY, BASE_URL, MODEL, QUESTION, Record, add, check, report
+from _common import API_KEY, BASE_URL, MODEL, QUESTION, SESSION, Record, add, check, report
 from agents import (
     Agent,
     OpenAIChatCompletionsModel,
@@ -39,6 +39,20 @@ async def stream(agent: Agent[Any]) -> list[str]:
     ]
 
 
+async def session(model: Any) -> list[str]:
+    """Two turns in one seamkit session, the second with the first's items."""
+    client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY, max_retries=0, default_headers=SESSION)
+    if not isinstance(model, str):
+        model = OpenAIChatCompletionsModel(model=MODEL, openai_client=client)
+    else:
+        set_default_openai_client(client, use_for_tracing=False)
+    agent = Agent("plain", model=model)
+    first = await Runner.run(agent, "one")
+    again = [*first.to_input_list(), {"role": "user", "content": "two"}]
+    second = await Runner.run(agent, again)
+    return [first.final_output, second.final_output]
+
+
 async def round_trip(agent: Agent[Any]) -> dict[str, Any]:
     result = await Runner.run(agent, "What is 2 + 3?")
     calls = [
@@ -64,6 +78,8 @@ async def main() -> None:
         case "structured":
             agent = Agent("record", model=model, output_type=Record)
             report((await Runner.run(agent, QUESTION)).final_output.model_dump())
+        case "session":
+            report(await session(model))
         case "tool_round_trip":
             report(await round_trip(Agent("adder", model=model, tools=[function_tool(add)])))
         case other:

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from _common import API_KEY, BASE_URL, MODEL, QUESTION, Record, add, check, report
+from _common import API_KEY, BASE_URL, MODEL, QUESTION, SESSION, Record, add, check, report
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 
-def llm() -> ChatOpenAI:
-    return ChatOpenAI(model=MODEL, base_url=BASE_URL, api_key=API_KEY, max_retries=0)
+def llm(**headers: str) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=MODEL, base_url=BASE_URL, api_key=API_KEY, max_retries=0, default_headers=headers
+    )
+
+
+def session() -> list[str]:
+    """Two turns in one seamkit session: the client resends the conversation."""
+    sessioned = llm(**SESSION)
+    asked = [HumanMessage("one")]
+    first = sessioned.invoke(asked)
+    second = sessioned.invoke([*asked, first, HumanMessage("two")])
+    return [first.content, second.content]
 
 
 def round_trip() -> dict[str, Any]:
@@ -41,6 +52,8 @@ def main() -> None:
         case "structured_tools":
             shaped = llm().with_structured_output(Record, method="function_calling")
             report(shaped.invoke(QUESTION).model_dump())  # type: ignore[union-attr]
+        case "session":
+            report(session())
         case "tool_round_trip":
             report(round_trip())
         case other:

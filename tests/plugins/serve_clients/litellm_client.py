@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import litellm
-from _common import API_KEY, BASE_URL, MODEL, QUESTION, Record, add, check, report
+from _common import API_KEY, BASE_URL, MODEL, QUESTION, SESSION, Record, add, check, report
 
 ADD_TOOL = {
     "type": "function",
@@ -38,6 +38,15 @@ def ask(**options: Any) -> Any:
     return complete([{"role": "user", "content": QUESTION}], **options)
 
 
+def session() -> list[str]:
+    """Two turns in one seamkit session: the client resends the conversation."""
+    asked: list[dict[str, Any]] = [{"role": "user", "content": "one"}]
+    first = complete(asked, extra_headers=SESSION).choices[0].message
+    again = [*asked, {"role": "assistant", "content": first.content}]
+    second = complete([*again, {"role": "user", "content": "two"}], extra_headers=SESSION)
+    return [first.content, second.choices[0].message.content]
+
+
 def round_trip() -> dict[str, Any]:
     """``tools=``, run the call, a ``tool`` message back."""
     asked: list[dict[str, Any]] = [{"role": "user", "content": "What is 2 + 3?"}]
@@ -64,6 +73,8 @@ def main() -> None:
         case "structured":
             answer = ask(response_format=Record).choices[0].message.content
             report(Record.model_validate_json(answer).model_dump())
+        case "session":
+            report(session())
         case "tool_round_trip":
             report(round_trip())
         case other:

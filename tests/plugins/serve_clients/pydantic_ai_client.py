@@ -5,21 +5,31 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from _common import API_KEY, BASE_URL, MODEL, QUESTION, Record, add, check, report
+from _common import API_KEY, BASE_URL, MODEL, QUESTION, SESSION, Record, add, check, report
 from openai import AsyncOpenAI
 from pydantic_ai import Agent, NativeOutput
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 
-def model() -> OpenAIChatModel:
-    client = AsyncOpenAI(base_url=BASE_URL, api_key=API_KEY, max_retries=0)  # fail at once
+def model(**headers: str) -> OpenAIChatModel:
+    client = AsyncOpenAI(  # no retries: a failure shows at once
+        base_url=BASE_URL, api_key=API_KEY, max_retries=0, default_headers=headers
+    )
     return OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
 
 
 async def stream() -> list[str]:
     async with Agent(model()).run_stream(QUESTION) as result:
         return [delta async for delta in result.stream_text(delta=True, debounce_by=None) if delta]
+
+
+def session() -> list[str]:
+    """Two turns in one seamkit session, the second with the first's history."""
+    agent = Agent(model(**SESSION))
+    first = agent.run_sync("one")
+    second = agent.run_sync("two", message_history=first.all_messages())
+    return [first.output, second.output]
 
 
 def round_trip() -> dict[str, Any]:
@@ -47,6 +57,8 @@ def main() -> None:
             report(agent.run_sync(QUESTION).output.model_dump())
         case "structured_tools":  # the default: an output tool, ``final_result``
             report(Agent(model(), output_type=Record).run_sync(QUESTION).output.model_dump())
+        case "session":
+            report(session())
         case "tool_round_trip":
             report(round_trip())
         case other:

@@ -33,6 +33,7 @@ from ._error import ApiError, error_body
 from ._format import run_output
 from ._handed import CallIds, Handout, made_session
 from ._idempotency import IDEMPOTENCY_HEADER, Idempotency, fingerprint
+from ._made import Conversations
 from ._pending import may_ask
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._session_limits import SessionLimits
@@ -63,8 +64,11 @@ class _Server:
         self.keys = Keys({})
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
-        self.ids = CallIds()
+        self._ids: CallIds | None = None
+        self._ids_lock = asyncio.Lock()
+        self._state_key: seamkit.Secret[str] | None = None
         self.ttl = 3600.0
+        self.conversations = Conversations(None, self.ttl)
         self.idempotency = Idempotency(None, 0)
         self.session_limits = SessionLimits(1, 1)
         self.body_seconds = 30.0
@@ -83,8 +87,9 @@ class _Server:
                 client_tools=serve.client_tools == "pass",
             )
             self.ttl = serve.client_tool_ttl_seconds
-            self.ids = CallIds.for_app(agent.settings.state_key)
             self.store = agent.session_store()
+            self._state_key = agent.settings.state_key
+            self.conversations = Conversations(self.store, self.ttl)
             self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
             self.body_seconds = serve.body_timeout_seconds
             self.session_limits = SessionLimits(serve.max_session_messages, serve.max_session_bytes)
@@ -97,6 +102,17 @@ class _Server:
                 self.agent = None
 
     # --- helpers ------------------------------------------------------------
+
+    async def _call_ids(self, needed: bool = True) -> CallIds:
+        """The ids of handed-out calls, keyed once, when first ``needed``
+        (an app whose clients bring no tools keeps no key); a throwaway
+        otherwise, which checks nothing it did not make."""
+        if not needed:
+            return CallIds()
+        async with self._ids_lock:
+            if self._ids is None:
+                self._ids = await CallIds.for_app(self._state_key, self.store)
+            return self._ids
 
     def _authenticate(self, request: Request) -> Caller:
         """Who the request comes from, by its API key; a 401 for no key of ours."""
@@ -221,20 +237,26 @@ class _Server:
         context: dict[str, Any] = {"api_key_id": kid, "user": caller.user(chat.user)}
         sent = chat.messages
         made = False
+        ours = False  # a conversation the server made and keeps (`Conversations`)
         if shown is None:
             # A run that suspends or hands calls to the client is continued
             # from the store: it runs on a session the server makes, kept only
-            # if it does; the ids of handed-out calls name it.
-            nonce = _answering(sent) if sent[-1].role == "tool" else None
+            # if it does; the ids of handed-out calls name it, and it goes on
+            # while the client's conversation does.
+            nonce = _answering(sent)
             if nonce is not None:
-                shown, made = made_session(nonce), True
+                shown, ours = made_session(nonce), True
             elif chat.tools or may_ask(agent):
                 shown, made = made_session(secrets.token_bytes(12)), True
+                ours = bool(chat.tools)
+        ids = await self._call_ids(
+            bool(chat.tools) or any(m.role == "tool" or m.tool_calls for m in sent)
+        )
         conversation = Conversation(
             sent,
             _app_tools(agent, output),
             frozenset(t.name for t in chat.tools),
-            self.ids,
+            ids,
             kid,
             shown or "",
         )
@@ -261,7 +283,8 @@ class _Server:
             include_usage=chat.include_usage,
             output=output,
             tools=chat.tools,
-            handout=Handout(self.ids, kid, self.ttl),
+            handout=Handout(ids, kid, self.ttl),
+            kept=self.conversations.touch if ours else None,
         )
         return await (run.streamed() if chat.stream else run.whole())
 
@@ -319,18 +342,21 @@ class _Server:
             shown=shown,
             continues=frozenset(p.call_id for p in pending),
             include_usage=asked.include_usage,
-            handout=Handout(self.ids, kid, self.ttl),
+            handout=Handout(await self._call_ids(bool(stored.client_tools)), kid, self.ttl),
         )
         return await (run.streamed() if asked.stream else run.whole())
 
 
 def _answering(sent: Sequence[seamkit.Message]) -> bytes | None:
-    """The conversation nonce of the handed-out call the request's last tool
-    result answers, when its id is one this server makes."""
+    """The conversation nonce of the latest handed-out call the request holds
+    (a result's, or a call's), when its id is one this server makes."""
     for message in reversed(sent):
-        if message.role == "tool":
-            handed = CallIds.decode(message.tool_call_id or "")
-            return None if handed is None else handed.nonce
+        ids = [message.tool_call_id or ""] if message.role == "tool" else []
+        ids += [c.id for c in reversed(message.tool_calls or ())]
+        for given in ids:
+            handed = CallIds.decode(given)
+            if handed is not None:
+                return handed.nonce
     return None
 
 

@@ -31,12 +31,17 @@ from dataclasses import dataclass, field
 
 import seamkit
 
-from ._handed import CallIds, conversation_nonce, made_session
+from ._handed import CallIds
 from ._wire import ApiError
 
 __all__ = ["Conversation", "Turn", "answer_json", "reply_text"]
 
 _NOT_OURS = "was not handed out by this server to this API key in this conversation"
+_GONE = (
+    "belongs to no conversation this server keeps for this API key: it was not handed "
+    "out here, or its conversation ended (serve.client_tool_ttl_seconds without a "
+    "request, or a session deleted); start a new conversation"
+)
 
 SEPARATOR = "\n\n"
 """Between the texts of two model turns of one run, in the one reply a client gets."""
@@ -65,11 +70,24 @@ class Turn:
 
 
 def _arguments(raw: str) -> object:
-    """Arguments as JSON values, for comparing (the text when it is not JSON)."""
+    """Arguments as JSON values, for comparing (the text when it is not JSON,
+    or nested too deeply to read)."""
     try:
         return json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
+
+
+def _first_id(message: seamkit.Message) -> str:
+    """The first tool-call id ``message`` carries."""
+    if message.role == "tool":
+        return message.tool_call_id or ""
+    return next((c.id for c in message.tool_calls or ()), "")
+
+
+def _shown(given: str) -> str:
+    """A client's id as an error message shows it: at most 64 characters."""
+    return given if len(given) <= 64 else given[:61] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +171,9 @@ class Conversation:
         calls the last reply handed out. The client's system messages are
         left out after the first request."""
         if not stored:  # a new conversation, or one the server no longer keeps
-            self._verified(self.sent)
-            if self.sent[-1].role == "tool":
-                self._unknown(
-                    self.sent[-1],
-                    "waits for no result here (it was answered, expired, "
-                    "or is another conversation's)",
-                )
+            for message in self.sent:
+                if message.role == "tool" or message.tool_calls:
+                    self._unknown(message, _GONE, _first_id(message))
             return list(self.sent)
         sent = [(i, m) for i, m in enumerate(self.sent) if m.role != "system"]
         # what is matched: the user's messages and the calls handed out (the
@@ -175,6 +189,14 @@ class Conversation:
             verified = {c.id for _, m in mine[: len(seen)] for c in m.tool_calls or ()}
             self._answering(self.sent[: last + 1], verified)
             new = self._tail(self.sent[last + 1 :], stored, verified)
+        if matched and not new and any(m.role == "tool" for _, m in sent):
+            raise ApiError(
+                409,
+                "the conversation sent adds nothing to the stored one: its results were taken "
+                "already (send a new message; an Idempotency-Key makes a retry safe)",
+                param="messages",
+                code="nothing_new",
+            )
         if not new and all(m.role == "user" for _, m in sent):
             new = [m for _, m in sent]  # the client sent only its new messages
         elif not new and all(m.role == "tool" for _, m in sent):
@@ -246,7 +268,7 @@ class Conversation:
         where = f"messages[{self.sent.index(message)}]"
         raise ApiError(
             400,
-            f"{where}: the tool call id {given!r} {why}",
+            f"{where}: the tool call id {_shown(given)!r} {why}",
             param=where,
             code="unknown_tool_call",
         )
@@ -260,26 +282,6 @@ class Conversation:
             ids.append(message.tool_call_id or "")
         if ids:
             self._unknown(message, f"{_NOT_OURS}, for that tool and those arguments", ids[0])
-
-    def _verified(self, messages: Sequence[seamkit.Message]) -> None:
-        """Check, without the store, that every tool call and result in
-        ``messages`` is a pair this server handed out to this key: each
-        call's id made for its tool and arguments, each result after it."""
-        known: set[str] = set()
-        for message in messages:
-            for i, call in enumerate(message.tool_calls or ()):
-                handed = self.ids.decode(call.id)
-                session = self.session
-                if handed is not None and handed.nonce != conversation_nonce(session):
-                    session = made_session(handed.nonce)
-                # its place in the model's turn, as the id says (the client's
-                # copy holds only the calls handed to it)
-                parsed = seamkit.ToolCall.from_message(call, handed.index if handed else i)
-                if not self.ids.matches(call.id, parsed, caller=self.caller, session=session):
-                    self._unknown(message, _NOT_OURS, call.id)
-                known.add(call.id)
-            if message.role == "tool" and message.tool_call_id not in known:
-                self._unknown(message, "answers no call handed out before it in this conversation")
 
     def _results(
         self, new: Sequence[seamkit.Message], handed: Sequence[seamkit.ToolCall]
@@ -295,7 +297,7 @@ class Conversation:
             if call is not None and call.name not in self.client_tools:
                 raise ApiError(
                     400,
-                    f"{where}: the call {given!r} is to the tool {call.name!r}, which this "
+                    f"{where}: the call {_shown(given)!r} is to the tool {call.name!r}, which this "
                     "request's tools do not include: send the tools with every request",
                     param="tools",
                     code="tool_not_given",
@@ -303,7 +305,7 @@ class Conversation:
             if call is None:
                 raise ApiError(
                     400,
-                    f"{where}: the tool call id {given!r} is not one of the calls this "
+                    f"{where}: the tool call id {_shown(given)!r} is not one of the calls this "
                     "conversation handed out and waits for",
                     param=where,
                     code="unknown_tool_call",
@@ -312,13 +314,13 @@ class Conversation:
             if decoded is not None and decoded.expires <= now:
                 raise ApiError(
                     400,
-                    f"{where}: the call {given!r} expired (serve.client_tool_ttl_seconds); "
+                    f"{where}: the call {_shown(given)!r} expired (serve.client_tool_ttl_seconds); "
                     "send a new message instead",
                     param=where,
                     code="tool_call_expired",
                 )
             if call.id in results:
-                raise ApiError(400, f"{where}: a second result for {given!r}", param=where)
+                raise ApiError(400, f"{where}: a second result for {_shown(given)!r}", param=where)
             results[call.id] = message.text
         missing = [c.name for c in handed if c.id not in results]
         if missing:

@@ -1,12 +1,12 @@
 """The ids of the calls a server hands to its client (client tools).
 
 A model's own call id never leaves the server: the client gets an id the
-server made, ``call_`` and 34 URL-safe base64 characters (39 in all; OpenAI
-takes up to 40), holding
+server made, ``call_`` and 35 URL-safe base64 characters (40 in all, the
+most OpenAI takes), holding
 
 - the conversation's ``nonce`` (12 bytes): a server-made session's own
   name (``run-<24 hex digits>``), or a digest of the client's session name;
-- the call's place in its turn (1 byte) and an expiry (4 bytes, Unix seconds);
+- the call's place in its turn (2 bytes) and an expiry (4 bytes, Unix seconds);
 - a MAC (8 bytes, HMAC-SHA256 under the server's key) over all of that, the
   tool's name, a digest of the arguments, the API key's identity and the
   session.
@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
 import re
 import secrets
 import struct
@@ -35,15 +34,18 @@ from dataclasses import dataclass
 
 import seamkit
 
-__all__ = ["KEY_ENV", "CallIds", "Handed", "Handout", "conversation_nonce", "made_session"]
+__all__ = ["KEY_RECORD", "CallIds", "Handed", "Handout", "conversation_nonce", "made_session"]
 
-KEY_ENV = "SEAMKIT_SERVE_CALL_KEY"
-"""The environment variable with the key (hex) a server's workers share; the
-``seamkit serve`` supervisor sets it when it is not set."""
+KEY_RECORD = "seamkit/serve/call-ids"
+"""The store's record of the key of an app without ``settings.state_key``
+(three parts: no client's session can have the name)."""
 
 _PREFIX = "call_"
-_LAYOUT = struct.Struct(">12sBI8s")
-_HEAD = struct.Struct(">12sBI")
+_LAYOUT = struct.Struct(">12sHI8s")
+_HEAD = struct.Struct(">12sHI")
+_PLACES = 1 << 16
+_ENCODED = 35
+"""Characters of the encoded 26 bytes."""
 _MADE = re.compile(r"run-([0-9a-f]{24})")
 
 
@@ -75,20 +77,29 @@ class CallIds:
     """Makes and checks the ids of handed-out calls under one key."""
 
     def __init__(self, key: bytes | None = None) -> None:
-        if key is None:
-            shared = os.environ.get(KEY_ENV, "")
-            key = bytes.fromhex(shared) if shared else secrets.token_bytes(32)
-        self._key = key
+        self._key = secrets.token_bytes(32) if key is None else key
 
     @classmethod
-    def for_app(cls, state_key: seamkit.Secret[str] | None) -> CallIds:
+    async def for_app(
+        cls, state_key: seamkit.Secret[str] | None, store: seamkit.SessionStore | None
+    ) -> CallIds:
         """The ids of an app: keyed by its ``settings.state_key`` when it has
-        one (they outlive a restart), else by the key the ``seamkit serve``
-        supervisor shares with its workers (`KEY_ENV`), else a fresh one."""
+        one, else by a key kept in its session store (`KEY_RECORD`, made by
+        the first worker that needs it), so that every worker and every
+        restart on that store checks the same ids."""
         value = state_key.get_secret_value() if state_key is not None else ""
-        if not value:
+        if value:
+            return cls(hmac.new(value.encode(), b"seamkit-serve call ids", hashlib.sha256).digest())
+        if store is None:
             return cls()
-        return cls(hmac.new(value.encode(), b"seamkit-serve call ids", hashlib.sha256).digest())
+        async with store.lock(KEY_RECORD, 30):
+            found = await store.load(KEY_RECORD)
+            kept = found.state.get("key") if found is not None else None
+            if isinstance(kept, str) and len(kept) == 64:
+                return cls(bytes.fromhex(kept))
+            key = secrets.token_bytes(32)
+            await store.save(KEY_RECORD, (), {"key": key.hex()})
+            return cls(key)
 
     def __repr__(self) -> str:
         return "CallIds(<key>)"
@@ -102,7 +113,7 @@ class CallIds:
         """The id the client gets for ``call`` (the model's), in the client's
         ``session`` of API key identity ``caller``, good until ``expires``."""
         nonce = conversation_nonce(session)
-        head = _HEAD.pack(nonce, call.index % 256, expires)
+        head = _HEAD.pack(nonce, call.index % _PLACES, expires)
         mac = self._mac(head, call, caller, session)
         raw = head + mac
         return _PREFIX + base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -110,7 +121,7 @@ class CallIds:
     @staticmethod
     def decode(given: str) -> Handed | None:
         """What ``given`` says, or ``None`` when it is no id this server makes."""
-        if not given.startswith(_PREFIX) or len(given) != len(_PREFIX) + 34:
+        if not given.startswith(_PREFIX) or len(given) != len(_PREFIX) + _ENCODED:
             return None
         try:
             raw = base64.urlsafe_b64decode(given[len(_PREFIX) :] + "==")
@@ -125,7 +136,7 @@ class CallIds:
         """Whether ``given`` is the id made for ``call`` in ``session`` for
         ``caller`` (its expiry is not checked here: `Handed.expires`)."""
         handed = self.decode(given)
-        if handed is None or handed.index != call.index % 256:
+        if handed is None or handed.index != call.index % _PLACES:
             return False
         if handed.nonce != conversation_nonce(session):
             return False

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +104,9 @@ class Run:
     output: seamkit.Output[object] | None = None
     tools: tuple[seamkit.ToolSpec, ...] = ()
     handout: Handout | None = None
+    kept: Callable[[str], Awaitable[None]] | None = None
+    """Told the store's name of the session once a run kept it (a
+    conversation the server made: `seamkit_serve._made.Conversations.touch`)."""
     id: str = field(default_factory=new_id)
 
     @property
@@ -172,6 +175,11 @@ class Run:
     def _headers(self, kept: bool) -> dict[str, str]:
         return {SESSION_HEADER: self.shown} if self.shown and kept else {}
 
+    async def _keep(self, kept: bool) -> None:
+        """Tell `kept` that the run kept its session."""
+        if kept and self.kept is not None and self.session is not None:
+            await self.kept(self.session)
+
     async def _forget(self) -> None:
         """Delete the session the server made for this run (once)."""
         if not (self.made and self.session and self.store):
@@ -199,6 +207,7 @@ class Run:
         kept = waits or not self.made
         if not waits:
             await self._forget()  # gone before the answer: a client never finds it
+        await self._keep(kept)
         text, finish, failure = self._answer(result)
         headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(kept)}
         if failure is not None:
@@ -279,6 +288,7 @@ class Run:
             # suspend)
             if not kept:
                 await self._forget()
+            await self._keep(kept or not self.made)
             yield ending
         except Exception as exc:
             refusal = self._refusal(exc)

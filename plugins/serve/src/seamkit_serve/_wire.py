@@ -225,8 +225,10 @@ def _tools(raw: object) -> tuple[seamkit.ToolSpec, ...]:
 
 def _choice(raw: object, tools: tuple[seamkit.ToolSpec, ...]) -> str | None:
     """``tool_choice`` as a run takes it: auto, none, required or a tool's name."""
-    if raw is None:
-        return None
+    if raw is None or (not tools and raw in ("auto", "none")):
+        return None  # (without tools: what happens anyway)
+    if not tools:
+        raise _bad("tool_choice asks for a tool call, but the request has no tools", "tool_choice")
     if raw in ("auto", "none", "required"):
         assert isinstance(raw, str)
         return raw
@@ -371,7 +373,7 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
         temperature=_number(body, "temperature", 0, 2),
         max_tokens=limit,
         additional_params=passed or None,
-        tool_choice=_choice(body.get("tool_choice"), tools) if tools else None,
+        tool_choice=_choice(body.get("tool_choice"), tools),
     )
     return ChatRequest(
         parsed,

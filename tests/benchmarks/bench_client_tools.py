@@ -15,11 +15,12 @@ connection, answers whole, rounds alternated after a discarded warm-up.
   ``weather`` to an app whose scripted model calls it (the run ends
   ``deferred`` on a session the server makes), then the request with the
   result (the id checked, the session loaded, the result through
-  ``on_post_tool_use``, the model's answer, the session deleted).
+  ``on_post_tool_use``, the model's answer, the session saved with its
+  expiry record).
 
 Every answer is checked (the call handed out, then the final text). No
-target: the ratio says what the pending turn costs (a session saved, loaded
-and deleted, the MAC checks) over two runs that keep nothing.
+target: the ratio says what the pending turn costs (a session saved and
+loaded, its expiry noted, the MAC checks) over two runs that keep nothing.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
 from ._pending import may_ask
+from ._responses_run import ResponsesRoutes
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._wire import Limits, parse_request
 
@@ -64,6 +65,7 @@ class _Server:
         self.keys = Keys({})
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
+        self.responses = ResponsesRoutes(None)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -75,6 +77,7 @@ class _Server:
             self.keys = Keys.gather(serve)
             self.limits = Limits(serve.max_body_bytes, serve.max_messages)
             self.store = agent.session_store()
+            self.responses = ResponsesRoutes(self.store)
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -204,6 +207,27 @@ class _Server:
         )
         return await (run.streamed() if chat.stream else run.whole())
 
+    async def respond(self, request: Request) -> Response:
+        """``POST /v1/responses``: the Responses API (`ResponsesRoutes`)."""
+        caller = self._authenticate(request)
+        agent = self._ready()
+        return await self.responses.create(
+            agent,
+            self.name,
+            self.limits,
+            caller,
+            await self._body(request),
+            self._shown(request),
+            trace_headers(request.headers),
+            _pending_first,
+        )
+
+    async def response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: the key's own stored response."""
+        caller = self._authenticate(request)
+        self._ready()
+        return await self.responses.retrieve(caller.id, str(request.path_params["id"]))
+
     async def decide(self, request: Request) -> Response:
         """``POST /v1/sessions/{name}/decisions``: decide the calls a
         session's suspended run waits for, and continue it."""
@@ -315,6 +339,8 @@ def create_app(options: ServerOptions) -> Starlette:
     server = _Server(options)
     routes = [
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/responses", server.respond, methods=["POST"]),
+        Route("/v1/responses/{id}", server.response, methods=["GET"]),
         Route("/v1/sessions/{name}/decisions", server.decide, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/models/{model:path}", server.model, methods=["GET"]),

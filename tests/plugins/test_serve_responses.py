@@ -1,0 +1,281 @@
+"""``seamkit serve`` speaks the Responses API: ``client.responses.create``
+whole and streamed (``stream=True`` and ``client.responses.stream``),
+``input`` as text and as items, ``instructions``, ``text.format`` and
+``client.responses.parse``, ``previous_response_id`` (a response id is its
+API key's), ``store: false``, ``client.responses.retrieve`` and a suspended
+app's answer. A real ``seamkit serve`` process on 127.0.0.1 and a free
+port, called with the official ``openai`` client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from pydantic import BaseModel
+
+from tests.plugins.test_serve import KEY_A, KEY_B, Served, stored
+from tests.plugins.test_serve_format import SCHEMA, Record
+
+
+@pytest.fixture(scope="module")
+def chat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served("chat", tmp_path_factory.mktemp("responses"))
+    yield served
+    log = served.stop()
+    assert KEY_A not in log and KEY_B not in log
+
+
+@pytest.fixture(scope="module")
+def record(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served("record", tmp_path_factory.mktemp("responses-format"))
+    yield served
+    served.stop()
+
+
+# --- whole and streamed ---------------------------------------------------------------
+
+
+def test_a_whole_response_to_text_input(chat: Served) -> None:
+    answer = chat.client().responses.create(model="chat", input="hi")
+    assert answer.object == "response"
+    assert answer.id.startswith("resp_")
+    assert answer.status == "completed"
+    assert answer.output_text == "Hello there."
+    assert answer.output[0].type == "message"
+    assert answer.usage is not None
+    assert answer.usage.total_tokens == answer.usage.input_tokens + answer.usage.output_tokens
+
+
+def test_input_items_and_instructions(chat: Served) -> None:
+    answer = chat.client().responses.create(
+        model="chat",
+        instructions="Be brief.",
+        input=[
+            {"role": "user", "content": "hi"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Hello."}],
+            },
+            {"role": "user", "content": [{"type": "input_text", "text": "again"}]},
+        ],
+    )
+    assert answer.output_text == "Hello there."
+    assert answer.instructions == "Be brief."
+
+
+def test_a_streamed_response_with_stream_true(chat: Served) -> None:
+    events = list(chat.client().responses.create(model="chat", input="hi", stream=True))
+    kinds = [e.type for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    deltas = [e.delta for e in events if e.type == "response.output_text.delta"]
+    assert deltas == ["Hello", " there."]
+    for kind in (
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ):
+        assert kind in kinds
+    assert events[-1].response.output_text == "Hello there."  # type: ignore[union-attr]
+
+
+def test_a_streamed_response_with_the_stream_helper(chat: Served) -> None:
+    with chat.client().responses.stream(model="chat", input="hi") as stream:
+        texts = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(texts) == "Hello there."
+    assert final.output_text == "Hello there."
+    assert final.status == "completed"
+
+
+# --- structured output ----------------------------------------------------------------
+
+
+def test_text_format_json_schema(record: Served) -> None:
+    answer = record.client().responses.create(
+        model="record",
+        input="Ann is 31",
+        text={"format": {"type": "json_schema", "name": "record", "schema": SCHEMA}},
+    )
+    assert json.loads(answer.output_text) == {"name": "Ann", "age": 31}
+
+
+def test_parse_with_a_pydantic_model(record: Served) -> None:
+    parsed = record.client().responses.parse(model="record", input="Ann is 31", text_format=Record)
+    assert parsed.output_parsed == Record(name="Ann", age=31)
+
+
+def test_a_streamed_json_schema_sends_the_validated_json_once(record: Served) -> None:
+    with record.client().responses.stream(
+        model="record", input="Ann is 31", text_format=Record
+    ) as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert len(deltas) == 1
+    assert final.output_parsed == Record(name="Ann", age=31)
+
+
+# --- previous_response_id, store, retrieve --------------------------------------------
+
+
+def test_previous_response_id_continues_the_conversation(chat: Served) -> None:
+    client = chat.client()
+    first = client.responses.create(model="chat", input="first")
+    second = client.responses.create(model="chat", input="second", previous_response_id=first.id)
+    assert second.previous_response_id == first.id
+    session = json.loads(json.dumps(client.responses.retrieve(first.id).to_dict()))
+    assert session["id"] == first.id
+    # both turns are on one session, the first response's
+    third = client.responses.create(model="chat", input="third", previous_response_id=second.id)
+    assert third.status == "completed"
+
+
+def test_a_response_that_is_not_the_latest_is_a_409(chat: Served) -> None:
+    client = chat.client()
+    first = client.responses.create(model="chat", input="first")
+    client.responses.create(model="chat", input="second", previous_response_id=first.id)
+    with pytest.raises(openai.ConflictError) as caught:
+        client.responses.create(model="chat", input="branch", previous_response_id=first.id)
+    assert caught.value.code == "response_not_latest"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    # store: false branches off without keeping anything
+    branch = client.responses.create(
+        model="chat", input="branch", previous_response_id=first.id, store=False
+    )
+    assert branch.status == "completed"
+
+
+def test_another_keys_response_is_a_404(chat: Served) -> None:
+    mine = chat.client(KEY_A).responses.create(model="chat", input="secret")
+    theirs = chat.client(KEY_B)
+    with pytest.raises(openai.NotFoundError) as caught:
+        theirs.responses.create(model="chat", input="x", previous_response_id=mine.id)
+    assert caught.value.code == "response_not_found"
+    with pytest.raises(openai.NotFoundError):
+        theirs.responses.retrieve(mine.id)
+    forged = chat.client(KEY_A)
+    for wrong in ("resp_../../x", "resp_" + "0" * 32, "nope"):
+        with pytest.raises(openai.NotFoundError):
+            forged.responses.retrieve(wrong)
+
+
+def test_retrieve_returns_the_stored_response(chat: Served) -> None:
+    client = chat.client()
+    made = client.responses.create(model="chat", input="hi", metadata={"ticket": "42"})
+    got = client.responses.retrieve(made.id)
+    assert got.id == made.id
+    assert got.output_text == "Hello there."
+    assert got.metadata == {"ticket": "42"}
+
+
+def test_store_false_keeps_nothing(chat: Served) -> None:
+    client = chat.client()
+    answer = client.responses.create(model="chat", input="hi", store=False)
+    assert answer.output_text == "Hello there."
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(answer.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.create(model="chat", input="x", previous_response_id=answer.id)
+
+
+def test_a_named_session_holds_the_responses(chat: Served) -> None:
+    client = chat.client(**{"X-Seamkit-Session": "s-responses"})
+    first = client.responses.create(model="chat", input="one")
+    client.responses.create(model="chat", input="two", previous_response_id=first.id)
+    said = [m.text for m in stored(chat, "s-responses") if m.from_user]
+    assert said == ["one", "two"]
+
+
+# --- refusals and errors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "param", "says"),
+    [
+        ({"background": True}, "background", "no background mode"),
+        ({"include": ["reasoning.encrypted_content"]}, "include", "output items only"),
+        ({"reasoning": {"effort": "low"}}, "reasoning", "configuration"),
+        ({"tools": [{"type": "web_search"}]}, "tools[0]", "built-in tool"),
+        ({"input": [{"type": "input_image", "image_url": "x"}]}, "input[0].type", "message"),
+        ({"truncation": "auto"}, "truncation", "trim"),
+        ({"text": {"format": {"type": "xml"}}}, "text.format", "json_schema"),
+    ],
+)
+def test_refused_parameters_say_why(
+    chat: Served, options: dict[str, Any], param: str, says: str
+) -> None:
+    body = {"model": "chat", "input": "hi", **options}
+    with pytest.raises(openai.BadRequestError) as caught:
+        chat.client().post("/responses", body=body, cast_to=httpx.Response)
+    assert caught.value.param == param
+    assert says in caught.value.message
+
+
+def test_null_is_absent(chat: Served) -> None:
+    body = {
+        "model": "chat",
+        "input": "hi",
+        "background": None,
+        "include": None,
+        "tools": None,
+        "previous_response_id": None,
+        "reasoning": None,
+    }
+    raw = chat.client().post("/responses", body=body, cast_to=httpx.Response)
+    assert raw.json()["status"] == "completed"
+
+
+def test_a_wrong_model_or_key_is_openais_error(chat: Served) -> None:
+    with pytest.raises(openai.NotFoundError):
+        chat.client().responses.create(model="other", input="hi")
+    with pytest.raises(openai.AuthenticationError):
+        chat.client("sk-wrong").responses.create(model="chat", input="hi")
+
+
+# --- a suspended app ---------------------------------------------------------------------
+
+
+class _Pending(BaseModel):
+    call_id: str
+    tool: str
+    digest: str
+
+
+def test_a_suspended_run_answers_incomplete_with_its_pending_calls(tmp_path: Any) -> None:
+    served = Served("approve", tmp_path, env={"SERVE_CANARY": "canary-xyz"})
+    try:
+        answer = served.client().responses.create(model="approve", input="refund A1")
+        assert answer.status == "incomplete"
+        assert answer.incomplete_details is not None
+        assert answer.incomplete_details.reason == "approval_pending"
+        metadata = answer.metadata or {}
+        assert metadata["seamkit_outcome"] == "suspended"
+        pending = [_Pending.model_validate(p) for p in json.loads(metadata["seamkit_pending"])]
+        assert [p.tool for p in pending] == ["t_refund"]
+        session = metadata["seamkit_session"]
+        decided = httpx.post(
+            f"{served.root}/v1/sessions/{session}/decisions",
+            headers={"Authorization": f"Bearer {KEY_A}"},
+            json={
+                "decisions": [
+                    {
+                        "call_id": pending[0].call_id,
+                        "action": "approve",
+                        "digest": pending[0].digest,
+                    }
+                ]
+            },
+        )
+        assert decided.status_code == 200, decided.text
+        assert "canary-xyz" not in answer.model_dump_json()
+    finally:
+        served.stop()

@@ -132,9 +132,7 @@ def test_previous_response_id_continues_the_conversation(chat: Served) -> None:
     first = client.responses.create(model="chat", input="first")
     second = client.responses.create(model="chat", input="second", previous_response_id=first.id)
     assert second.previous_response_id == first.id
-    session = json.loads(json.dumps(client.responses.retrieve(first.id).to_dict()))
-    assert session["id"] == first.id
-    # both turns are on one session, the first response's
+    # the second is now the latest: it continues
     third = client.responses.create(model="chat", input="third", previous_response_id=second.id)
     assert third.status == "completed"
 
@@ -277,5 +275,49 @@ def test_a_suspended_run_answers_incomplete_with_its_pending_calls(tmp_path: Any
         )
         assert decided.status_code == 200, decided.text
         assert "canary-xyz" not in answer.model_dump_json()
+    finally:
+        served.stop()
+
+
+def test_a_streamed_response_is_stored_before_it_completes(chat: Served) -> None:
+    client = chat.client()
+    for _ in range(3):  # the next request at once, each time
+        with client.responses.stream(model="chat", input="one") as stream:
+            first = stream.get_final_response()
+        second = client.responses.create(model="chat", input="two", previous_response_id=first.id)
+        assert second.status == "completed"
+        assert client.responses.retrieve(first.id).output_text == "Hello there."
+
+
+def test_a_streamed_suspended_run_ends_incomplete(tmp_path: Any) -> None:
+    served = Served("approve", tmp_path, env={"SERVE_CANARY": "canary-xyz"})
+    try:
+        events = list(
+            served.client().responses.create(model="approve", input="refund A1", stream=True)
+        )
+        last = events[-1]
+        assert last.type == "response.incomplete"
+        assert last.response.incomplete_details is not None  # type: ignore[union-attr]
+        assert last.response.incomplete_details.reason == "approval_pending"  # type: ignore[union-attr]
+        metadata = last.response.metadata or {}  # type: ignore[union-attr]
+        assert json.loads(metadata["seamkit_pending"])[0]["tool"] == "t_refund"
+    finally:
+        served.stop()
+
+
+def test_a_failed_run_is_not_retried_and_streams_response_failed(tmp_path: Any) -> None:
+    counted = tmp_path / "acted.txt"
+    served = Served("fails", tmp_path, env={"SERVE_COUNT_FILE": str(counted)})
+    try:
+        client = openai.OpenAI(base_url=f"{served.root}/v1", api_key="none")  # default retries
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.responses.create(model="fails", input="hi")
+        assert caught.value.response.headers["x-should-retry"] == "false"
+        assert caught.value.response.headers["x-seamkit-outcome"] == "failed"
+        assert counted.read_text().count("acted") == 1
+        events = list(client.responses.create(model="fails", input="hi", stream=True))
+        assert events[-1].type == "response.failed"
+        assert events[-1].response.error is not None  # type: ignore[union-attr]
+        assert events[-1].response.status == "failed"  # type: ignore[union-attr]
     finally:
         served.stop()

@@ -10,6 +10,7 @@ port, called with the official ``openai`` client.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -321,3 +322,24 @@ def test_a_failed_run_is_not_retried_and_streams_response_failed(tmp_path: Any) 
         assert events[-1].response.status == "failed"  # type: ignore[union-attr]
     finally:
         served.stop()
+
+
+def test_concurrent_continuations_of_one_response_run_once(chat: Served) -> None:
+    client = chat.client()
+    first = client.responses.create(model="chat", input="first")
+    outcomes: list[str] = []
+
+    def go(i: int) -> None:
+        try:
+            client.responses.create(model="chat", input=f"next {i}", previous_response_id=first.id)
+            outcomes.append("ok")
+        except openai.ConflictError as exc:
+            outcomes.append(str(exc.code))
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes.count("ok") == 1  # one continues; the rest are told the session moved on
+    assert set(outcomes) - {"ok"} <= {"response_not_latest", "session_busy"}

@@ -137,16 +137,14 @@ def _messages(raw: object) -> list[dict[str, Any]]:
             kinds = frozenset({"output_text"} if role == "assistant" else {"input_text"})
             out.append({"role": role, "content": _text(item.get("content"), where, kinds)})
         elif kind == "function_call":
+            arguments = item.get("arguments") or "{}"
+            if not isinstance(arguments, str):
+                raise _bad(f"{where}.arguments must be a JSON text", f"{where}.arguments")
             call = {
                 "id": _string(item, "call_id", where),
                 "type": "function",
-                "function": {
-                    "name": _string(item, "name", where),
-                    "arguments": item.get("arguments") or "{}",
-                },
+                "function": {"name": _string(item, "name", where), "arguments": arguments},
             }
-            if not isinstance(call["function"]["arguments"], str):  # type: ignore[index]
-                raise _bad(f"{where}.arguments must be a JSON text", f"{where}.arguments")
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant":  # one turn's calls
                 last.setdefault("tool_calls", []).append(call)

@@ -169,7 +169,8 @@ class ResponseShape:
     def body(self, rendered: Rendered | None = None) -> dict[str, object]:
         """The ``response`` object: in progress (no ``rendered`` yet), or finished."""
         echo = dict(self.echo)
-        metadata = dict(echo.pop("metadata", None) or {})  # type: ignore[call-overload]
+        given = echo.pop("metadata", None)
+        metadata: dict[str, object] = dict(given) if isinstance(given, dict) else {}
         store = echo.pop("store", True)
         body: dict[str, object] = {
             "id": self.id,

@@ -17,7 +17,8 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from pydantic import BaseModel
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import BaseModel, TypeAdapter
 
 from tests.plugins.test_serve import KEY_A, KEY_B, Served, stored
 from tests.plugins.test_serve_format import SCHEMA, Record
@@ -343,3 +344,18 @@ def test_concurrent_continuations_of_one_response_run_once(chat: Served) -> None
         thread.join()
     assert outcomes.count("ok") == 1  # one continues; the rest are told the session moved on
     assert set(outcomes) - {"ok"} <= {"response_not_latest", "session_busy"}
+
+
+def test_every_answer_validates_against_the_sdks_own_types(chat: Served) -> None:
+    """Not only the lenient parse of the SDK: each field its types require."""
+    events = TypeAdapter(ResponseStreamEvent)
+    headers = {"Authorization": f"Bearer {KEY_A}"}
+    body = {"model": "chat", "input": "hi", "metadata": {"a": "b"}}
+    whole = httpx.post(f"{chat.root}/v1/responses", headers=headers, json=body)
+    Response.model_validate(whole.json())
+    with httpx.stream(
+        "POST", f"{chat.root}/v1/responses", headers=headers, json={**body, "stream": True}
+    ) as streamed:
+        lines = [line for line in streamed.iter_lines() if line.startswith("data: ")]
+    kinds = [events.validate_python(json.loads(line[6:])).type for line in lines]
+    assert kinds[-1] == "response.completed"

@@ -234,6 +234,18 @@ def test_null_is_absent(chat: Served) -> None:
     assert raw.json()["status"] == "completed"
 
 
+def test_values_that_ask_for_nothing_are_accepted(chat: Served) -> None:
+    answer = chat.client().responses.create(
+        model="chat",
+        input="hi",
+        include=[],  # what the Agents SDK always sends
+        background=False,
+        truncation="disabled",
+        tools=[],
+    )
+    assert answer.status == "completed"
+
+
 def test_a_wrong_model_or_key_is_openais_error(chat: Served) -> None:
     with pytest.raises(openai.NotFoundError):
         chat.client().responses.create(model="other", input="hi")

@@ -11,7 +11,8 @@ An explicit ``null`` is the parameter's absence. Parameters fall in groups
 ``tools`` and ``tool_choice`` of functions, ``parallel_tool_calls``,
 ``previous_response_id``, ``store``, ``user``); accepted and not acted on
 (``metadata``, echoed; ``safety_identifier``, ``stream_options``,
-``truncation: "disabled"``); refused with a reason (`REFUSED`).
+``truncation: "disabled"``, and ``include: []``, ``background: false``,
+``top_logprobs: 0``, which ask for nothing); refused with a reason (`REFUSED`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,9 @@ REFUSED: dict[str, str] = {
     "context_management": "the app's session keeps its context",
 }
 """Responses parameters the server refuses, each with why."""
+_HARMLESS: dict[str, object] = {"include": [], "background": False, "top_logprobs": 0}
+"""Refused parameters whose value asks for what happens anyway (the OpenAI
+Agents SDK always sends ``include``, empty unless asked)."""
 _BUILT_IN = "a built-in tool runs at OpenAI; this app's own tools decide what it does"
 _INPUT_ROLES = frozenset({"user", "system", "developer", "assistant"})
 _PARAMS = {"messages": "input", "response_format": "text.format", "max_tokens": "max_output_tokens"}
@@ -234,6 +238,9 @@ def renamed(exc: ApiError) -> ApiError:
 def parse_responses(raw: bytes, app_name: str, limits: Limits) -> ResponsesRequest:
     """The Responses request in ``raw``, or the `ApiError` that says what is wrong."""
     body = {k: v for k, v in json_object(raw, limits).items() if v is not None}
+    for key, value in _HARMLESS.items():
+        if body.get(key) == value and type(body[key]) is type(value):
+            del body[key]
     if body.get("truncation") == "auto":
         raise _bad(
             "this app cannot honour truncation 'auto': a session that grows past the "

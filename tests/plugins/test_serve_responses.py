@@ -17,8 +17,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from hypothesis import given, strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter
+from seamkit_serve._responses import parse_responses
+from seamkit_serve._wire import Limits
 
 from tests.plugins.test_serve import KEY_A, KEY_B, Served, stored
 from tests.plugins.test_serve_format import SCHEMA, Record
@@ -371,3 +374,34 @@ def test_every_answer_validates_against_the_sdks_own_types(chat: Served) -> None
         lines = [line for line in streamed.iter_lines() if line.startswith("data: ")]
     kinds = [events.validate_python(json.loads(line[6:])).type for line in lines]
     assert kinds[-1] == "response.completed"
+
+
+# --- the translation, as a law -----------------------------------------------------------
+
+_ROLE = st.sampled_from(["user", "assistant", "system", "developer"])
+_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=20)
+
+
+@given(
+    items=st.lists(st.tuples(_ROLE, _TEXT, st.booleans()), max_size=6),
+    last=_TEXT,
+    instructions=st.none() | _TEXT,
+)
+def test_input_items_become_the_same_messages_in_order(
+    items: list[tuple[str, str, bool]], last: str, instructions: str | None
+) -> None:
+    """Whatever the items' roles, texts and part forms, the run gets them in
+    order, ``developer`` read as ``system``, ``instructions`` first."""
+
+    def item(role: str, text: str, as_parts: bool) -> dict[str, Any]:
+        kind = "output_text" if role == "assistant" else "input_text"
+        content: object = [{"type": kind, "text": text}] if as_parts else text
+        return {"type": "message", "role": role, "content": content}
+
+    sent = [item(*each) for each in items] + [item("user", last, False)]
+    body = {"model": "app", "input": sent, "instructions": instructions}
+    asked = parse_responses(json.dumps(body).encode(), "app", Limits(10**6, 100))
+    expected = [("system", instructions)] if instructions is not None else []
+    expected += [("system" if r == "developer" else r, t) for r, t, _ in items]
+    expected.append(("user", last))
+    assert [(m.role, m.text) for m in asked.chat.messages] == expected

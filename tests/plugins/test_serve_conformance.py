@@ -107,8 +107,8 @@ def test_metadata_of_the_wrong_shape_is_a_400_naming_it(chat: Served) -> None:
 @pytest.mark.parametrize(
     ("param", "value", "why"),
     [
-        ("tools", [{"type": "function", "function": {"name": "f"}}], "runs its own tools"),
-        ("tool_choice", "auto", "runs its own tools"),
+        ("functions", [{"name": "f"}], "deprecated form of tools"),
+        ("function_call", "auto", "deprecated form of tools"),
         ("logprobs", True, "log-probabilities"),
         ("logit_bias", {"50256": -100}, "token ids belong to a model"),
         ("audio", {"voice": "alloy", "format": "wav"}, "answers with text"),

@@ -143,12 +143,17 @@ def test_a_follow_up_with_the_whole_visible_conversation_continues_the_session(
     assert json.loads(third) == ACCEPTED
 
 
-def test_a_rejected_answer_sent_back_as_seen_is_a_conflict(record: Served) -> None:
+def test_a_reply_the_client_edited_is_not_what_the_session_keeps(record: Served) -> None:
+    """The client's copy of a reply is not matched (it may be what hooks made
+    of the answer); the session keeps the model's turns, never the edit."""
     client = record.client("s-forged")
     ask(client, user("Ann is 31"))
-    rejected = json.dumps({"name": "Ann"})
-    with pytest.raises(openai.ConflictError, match="contradicts the session's stored one"):
-        ask(client, user("Ann is 31"), {"role": "assistant", "content": rejected}, user("again"))
+    edited = json.dumps({"name": "EDITED BY CLIENT", "age": 99})
+    again = ask(client, user("Ann is 31"), {"role": "assistant", "content": edited}, user("again"))
+    assert json.loads(again.choices[0].message.content or "") == ACCEPTED
+    transcript = record.stored("s-forged")
+    assert [m.text for m in transcript if m.from_user] == ["Ann is 31", "again"]
+    assert not any("EDITED BY CLIENT" in m.text for m in transcript)
 
 
 @pytest.mark.parametrize("stream", [False, True])

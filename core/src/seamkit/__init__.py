@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         Reject as Reject,
         arguments_digest as arguments_digest,
     )
+    from ._client import (
+        ClientResults as ClientResults,
+    )
     from ._config import (
         AnyRefreshCondition as AnyRefreshCondition,
         HookConfig as HookConfig,
@@ -124,6 +127,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._types import (
         Cancelled as Cancelled,
         Completed as Completed,
+        Deferred as Deferred,
         Diagnostic as Diagnostic,
         Document as Document,
         Failed as Failed,
@@ -171,6 +175,7 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "PendingCall": "._approval",
     "Reject": "._approval",
     "arguments_digest": "._approval",
+    "ClientResults": "._client",
     "AnyRefreshCondition": "._config",
     "HookConfig": "._config",
     "KindConfig": "._config",
@@ -225,6 +230,7 @@ _PUBLIC: dict[str, str | Callable[[], object]] = {
     "ToolSource": "._toolmap",
     "Cancelled": "._types",
     "Completed": "._types",
+    "Deferred": "._types",
     "Diagnostic": "._types",
     "Document": "._types",
     "Failed": "._types",

@@ -173,8 +173,10 @@ class ToolCall(BaseModel):
     model's own text. When that text is not a JSON object, ``arguments`` is
     empty and ``arguments_error`` says why: the call is invalid.
     ``result_source`` says where the result ``on_post_tool_use`` sees came
-    from: the tool ran (``"tool"``), or the run's journal recovered it after a
-    crash (``"journal"``: the hooks saw it once already, before the crash).
+    from: the tool ran (``"tool"``), the run's journal recovered it after a
+    crash (``"journal"``: the hooks saw it once already, before the crash), or
+    the caller ran it and sent it back (``"client"``: a call to one of the
+    run's ``client_tools``, answered with `seamkit.ClientResults`).
     """
 
     model_config = _FROZEN
@@ -185,7 +187,7 @@ class ToolCall(BaseModel):
     raw_arguments: str = "{}"
     index: int = 0
     arguments_error: str | None = None
-    result_source: Literal["tool", "journal"] = "tool"
+    result_source: Literal["tool", "journal", "client"] = "tool"
 
     @classmethod
     def from_message(
@@ -416,12 +418,24 @@ class Suspended(BaseModel):
     pending: tuple[PendingCall, ...]
 
 
+class Deferred(BaseModel):
+    """The model called tools the caller runs (the run's ``client_tools``):
+    ``calls`` are handed back, unrun, for the caller to run and answer with
+    `seamkit.ClientResults`. The turn's other calls ran (or wait for a
+    decision: a turn that needs both suspends first). Nothing waits for a
+    person."""
+
+    model_config = _FROZEN
+    kind: Literal["deferred"] = "deferred"
+    calls: tuple[ToolCall, ...]
+
+
 Outcome = Annotated[
-    Completed | Terminated | Failed | MaxTurns | Cancelled | Suspended,
+    Completed | Terminated | Failed | MaxTurns | Cancelled | Suspended | Deferred,
     Field(discriminator="kind"),
 ]
 """How a run ended, told apart by ``kind``: completed, terminated, failed,
-max_turns, cancelled, suspended."""
+max_turns, cancelled, suspended, deferred."""
 
 
 class Diagnostic(BaseModel):

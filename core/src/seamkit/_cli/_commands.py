@@ -133,6 +133,7 @@ _EXIT = {
     "failed": 1,
     "cancelled": 130,
     "suspended": 3,
+    "deferred": 3,  # (a run of the CLI has no client tools; an API run waits for its client)
 }
 """The exit status of ``seamkit run`` and ``seamkit resume`` by the run's outcome."""
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .._approval import Decisions, PendingCall
+from .._client import ClientResults, client_results, client_specs
 from .._config import ModelConfig, Settings
 from .._context import ActionContext, HookContext, system_clock
 from .._errors import (
@@ -38,7 +39,7 @@ from .._registry import BuildContext, Registry
 from .._secret import Redactor, secret_texts
 from .._tool import Tool
 from .._toolmap import ToolMap
-from .._types import Cancelled, Diagnostic, Message, Model, RunResult, Suspended
+from .._types import Cancelled, Diagnostic, Message, Model, RunResult, Suspended, ToolSpec
 from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive
@@ -81,10 +82,11 @@ log = logging.getLogger("seamkit.run")
 Input = str | Message | Sequence[Message]
 """What a run answers: the user's text, a message, or messages."""
 
-Continuation = Callable[[tuple[Message, ...]], Input]
+Continuation = Callable[[tuple[Message, ...]], "Input | ClientResults"]
 """A run's input as a function of its session's stored transcript: called
 under the session's lock, once the transcript is loaded (with ``()`` for a new
-session or a run without one). Raise to refuse the run: nothing is saved."""
+session or a run without one). Raise to refuse the run: nothing is saved.
+It may return `ClientResults` for the calls the stored run handed back."""
 
 UNANSWERED = "Not run: the previous run ended before this call was answered."
 
@@ -105,6 +107,7 @@ class _RunOptions:
     state: dict[str, Any] | None
     suspended: str | None = None
     output: OutputDeclaration | None = None
+    client_tools: Sequence[ToolSpec] = ()
 
 
 class Agent:
@@ -352,11 +355,16 @@ class Agent:
         resume: Resume | None = None,
         journal: RunJournal | None = None,
         output: OutputDeclaration | None = None,
+        client_tools: Sequence[ToolSpec] = (),
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
         declared = self.output if output is None else Output.of(output)
         structured = None if declared is None else self._structured(declared, plan.tools)
+        reserved = (
+            structured.spec.name if structured is not None and structured.mode == "tool" else None
+        )
+        client = client_specs(client_tools, plan.tools, reserved) if client_tools else ()
         action_context = _action_context(context)
         ctx = HookContext(
             agent_name=self.name,
@@ -376,11 +384,13 @@ class Agent:
         if journal is not None and not plan.effectful and resume is None:
             journal = None  # nothing it could run twice: nothing to journal
         emit = _emitter(ctx, stream, plan.dispatcher.observers)
-        return RunState(plan, ctx, messages, emit, session, defaults, journal, resume, structured)
+        return RunState(
+            plan, ctx, messages, emit, session, defaults, journal, resume, structured, client
+        )
 
     async def _execute(
         self,
-        input: Input | Continuation | Decisions | None,
+        input: Input | Continuation | Decisions | ClientResults | None,
         options: _RunOptions,
         streaming: bool,
         stream: Callable[[Event], None] | None,
@@ -417,7 +427,14 @@ class Agent:
                     "short continues with no new input",
                 )
             else:
-                messages = input(stored.transcript) if callable(input) else input
+                given = input(stored.transcript) if callable(input) else input
+                if isinstance(given, ClientResults):
+                    resume = self._resume(stored.transcript, (), ())
+                    names = (t.name for t in options.client_tools)
+                    resume.results = client_results(given, resume.calls, names, session)
+                    transcript = resume.transcript
+                else:
+                    messages = given
             journal = (
                 RunJournal(journaled, session, uuid.uuid4().hex, transcript)
                 if journaled is not None
@@ -435,6 +452,7 @@ class Agent:
                 resume=resume,
                 journal=journal,
                 output=options.output,
+                client_tools=options.client_tools,
             )
             try:
                 result = await drive(run)
@@ -515,7 +533,7 @@ class Agent:
 
     async def _execute_alone(
         self,
-        input: Input | Continuation | Decisions | None,
+        input: Input | Continuation | Decisions | ClientResults | None,
         options: _RunOptions,
         streaming: bool,
         stream: Callable[[Event], None] | None,
@@ -525,7 +543,26 @@ class Agent:
         state = self._state if options.state is None else options.state
         key = state_key(self.settings.state_key)
         resume: Resume | None = None
-        if isinstance(input, Decisions) or options.suspended is not None:
+        if callable(input):
+            input = input(())
+        if isinstance(input, ClientResults):
+            resume = self._resume(history, (), ())
+            names = (t.name for t in options.client_tools)
+            resume.results = client_results(input, resume.calls, names, None)
+            run = await self._start(
+                (),
+                context,
+                resume.transcript,
+                streaming,
+                stream,
+                None,
+                state,
+                options.defaults,
+                resume=resume,
+                output=options.output,
+                client_tools=options.client_tools,
+            )
+        elif isinstance(input, Decisions) or options.suspended is not None:
             if options.suspended is None or not isinstance(input, Decisions | None):
                 raise ResumeError(
                     "continue a suspended run with Decisions and the suspended state it "
@@ -552,6 +589,7 @@ class Agent:
                 options.defaults,
                 resume=resume,
                 output=options.output,
+                client_tools=options.client_tools,
             )
         else:
             if input is None:
@@ -559,9 +597,8 @@ class Agent:
                     "no input and nothing to continue: a run without a session continues "
                     "only a suspended state (run(Decisions(...), suspended=...))",
                 )
-            messages = input(()) if callable(input) else input
             run = await self._start(
-                messages,
+                input,
                 context,
                 history,
                 streaming,
@@ -570,6 +607,7 @@ class Agent:
                 state,
                 options.defaults,
                 output=options.output,
+                client_tools=options.client_tools,
             )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):
@@ -602,7 +640,7 @@ class Agent:
 
     async def run(
         self,
-        input: Input | Continuation | Decisions | None,
+        input: Input | Continuation | Decisions | ClientResults | None,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
@@ -612,6 +650,7 @@ class Agent:
         state: dict[str, Any] | None = None,
         suspended: str | None = None,
         output: OutputDeclaration | None = None,
+        client_tools: Sequence[ToolSpec] = (),
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -642,13 +681,25 @@ class Agent:
         `Output`, a type or a JSON Schema mapping), in place of the agent's:
         ``result.output`` is then the validated value, ``result.text`` the
         model's final text.
+
+        ``client_tools`` are tools the caller runs: advertised to the model
+        beside the agent's (a name the agent's tools or the output tool
+        have is a `ToolDefinitionError`), never run here. A turn that calls
+        them ends the run `Deferred` with those calls, once the turn's other
+        calls ran (a turn that also needs an approval suspends first, and
+        defers once decided). Continue it with ``ClientResults({call_id:
+        result})`` as ``input`` and the same ``client_tools`` (and the
+        session, or ``history=result.transcript`` without one): each result
+        passes ``on_post_tool_use`` before the model sees it.
         """
-        options = _RunOptions(context, history, session, store, defaults, state, suspended, output)
+        options = _RunOptions(
+            context, history, session, store, defaults, state, suspended, output, client_tools
+        )
         return await self._execute(input, options, False, None)
 
     async def stream(
         self,
-        input: Input | Continuation | Decisions | None,
+        input: Input | Continuation | Decisions | ClientResults | None,
         *,
         context: ActionContext | Mapping[str, Any] | None = None,
         history: Sequence[Message] = (),
@@ -658,13 +709,16 @@ class Agent:
         state: dict[str, Any] | None = None,
         suspended: str | None = None,
         output: OutputDeclaration | None = None,
+        client_tools: Sequence[ToolSpec] = (),
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
         Closing the iterator early cancels the run cleanly."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
-        options = _RunOptions(context, history, session, store, defaults, state, suspended, output)
+        options = _RunOptions(
+            context, history, session, store, defaults, state, suspended, output, client_tools
+        )
         interrupted: list[Interrupt] = []
 
         async def execute() -> None:
@@ -701,7 +755,9 @@ class Agent:
             if interrupted:
                 raise interrupted[0]
 
-    def run_sync(self, input: Input | Decisions | None, **options: Any) -> RunResult:
+    def run_sync(
+        self, input: Input | Decisions | ClientResults | None, **options: Any
+    ) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
 

@@ -102,8 +102,9 @@ class Stop:
 
 
 class _Dropped:
-    """A call that never started because a sibling stopped the batch, or
-    one that waits for approval (it is in the batch's ``held``)."""
+    """A call that never started because a sibling stopped the batch, one
+    that waits for approval (it is in the batch's ``held``), or one handed
+    back to the client (in its ``deferred``)."""
 
 
 _DROPPED = _Dropped()
@@ -114,7 +115,9 @@ class Batch:
 
     __slots__ = (
         "agent",
+        "client",
         "ctx",
+        "deferred",
         "dispatch",
         "emit",
         "held",
@@ -137,6 +140,8 @@ class Batch:
         held: list[PendingCall],
         journal: RunJournal | None = None,
         resume: Resume | None = None,
+        client: frozenset[str] = frozenset(),
+        deferred: list[ToolCall] | None = None,
     ) -> None:
         self.ctx = ctx
         self.tools = tools
@@ -150,6 +155,10 @@ class Batch:
         self.resume = resume
         self.stopped = False
         self.interrupt: Interrupt | None = None
+        self.client = client
+        """The names of the run's client tools: their calls are handed back."""
+        self.deferred = [] if deferred is None else deferred
+        """The client's calls, as they are found (the run ends ``deferred``)."""
 
     async def one(self, call: ToolCall) -> Settled | Stop | _Dropped:
         """Settle one call and keep it in ``settled``; never raises except on
@@ -168,6 +177,8 @@ class Batch:
         return self.ctx.redactor.extend(secrets)(text)
 
     async def _one(self, call: ToolCall) -> Settled | Stop | _Dropped:
+        if call.name in self.client and call.name not in self.tools:
+            return await self._client_call(call)
         record: Record | None = None
         if self.resume is not None:
             known = self._decided(call)
@@ -198,6 +209,8 @@ class Batch:
             if not isinstance(outcome, ToolCall):
                 return outcome
             call = outcome
+            if call.name not in self.tools:  # repaired into a client's call
+                return self._defer(call)
             tool = self.tools[call.name]
             secrets = secret_texts(call.arguments)
             try:
@@ -314,6 +327,30 @@ class Batch:
                 call.id, kept.result, None if stop is None else stop.outcome
             )
         return kept if stop is None else stop
+
+    async def _client_call(self, call: ToolCall) -> Settled | Stop | _Dropped:
+        """A call to a client tool: its result, when the client sent one,
+        through ``on_post_tool_use``; else handed back (arguments that are no
+        JSON object take the invalid-call path: the client gets only calls
+        it can run)."""
+        results = self.resume.results if self.resume is not None else {}
+        given = results.get(call.id)
+        if given is not None:
+            return await self._ran(
+                call.model_copy(update={"result_source": "client"}), given, False
+            )
+        if call.arguments_error is None:
+            return self._defer(call)
+        error = f"invalid arguments for tool {call.name!r}: {call.arguments_error}"
+        outcome = await self._invalid(call, self._redact(error, []))
+        if not isinstance(outcome, ToolCall):
+            return outcome
+        return await self._one(outcome)
+
+    def _defer(self, call: ToolCall) -> _Dropped:
+        """Hand ``call`` back to the client (it is in the batch's ``deferred``)."""
+        self.deferred.append(call)
+        return _DROPPED
 
     def _withheld(self, call: ToolCall, hook: str | None, reason: str) -> ToolResult:
         """What is kept of a result a hook stopped: never its content."""
@@ -482,7 +519,7 @@ class Batch:
             raw_arguments=_json(arguments),
             index=call.index,
         )
-        if repaired.name not in self.tools:
+        if repaired.name not in self.tools and repaired.name not in self.client:
             text = f"unknown tool {repaired.name!r} (after repair)"
             return Settled(call, _error(call, text), None, False, True)
         return repaired
@@ -532,6 +569,8 @@ async def run_batch(
     agent: object = None,
     journal: RunJournal | None = None,
     resume: Resume | None = None,
+    client: frozenset[str] = frozenset(),
+    deferred: list[ToolCall] | None = None,
 ) -> Stop | None:
     """Settle the calls of a turn into ``settled`` (in the order they settle:
     sort by ``call.index`` to commit) and those that wait for approval into
@@ -539,8 +578,11 @@ async def run_batch(
     stopped), or ``None``. ``emit`` receives the live tool events; ``agent``
     is what an ``action_agent`` parameter receives; ``journal`` records the
     calls with effects; ``resume`` holds the decisions and journal records
-    of a continued run's calls."""
-    batch = Batch(ctx, tools, dispatch, emit, agent, settled, held, journal, resume)
+    of a continued run's calls (and the client's results); calls to a
+    ``client`` tool without a result go into ``deferred``, unrun."""
+    batch = Batch(
+        ctx, tools, dispatch, emit, agent, settled, held, journal, resume, client, deferred
+    )
     if concurrency <= 1 or len(calls) <= 1:
         for call in calls:
             outcome = await batch.one(call)

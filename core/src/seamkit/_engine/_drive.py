@@ -65,6 +65,7 @@ from .._toolmap import ToolMap
 from .._types import (
     Cancelled,
     Completed,
+    Deferred,
     Diagnostic,
     Failed,
     MaxTurns,
@@ -139,8 +140,10 @@ class RunState:
     """Everything one run changes: the transcript, usage, counters, outcome."""
 
     __slots__ = (
+        "client",
         "ctx",
         "defaults",
+        "deferred",
         "emit",
         "held",
         "invalid",
@@ -169,6 +172,7 @@ class RunState:
         journal: RunJournal | None = None,
         resume: Resume | None = None,
         structured: Structured | None = None,
+        client: tuple[ToolSpec, ...] = (),
     ) -> None:
         self.plan = plan
         self.defaults = defaults
@@ -190,6 +194,10 @@ class RunState:
         """The current batch's settled calls, not yet in the transcript."""
         self.held: list[PendingCall] = []
         """The calls that wait for a decision (the run ends ``suspended``)."""
+        self.client = client
+        """The run's client tools: advertised beside the app's, never run here."""
+        self.deferred: list[ToolCall] = []
+        """The calls handed back to the client (the run ends ``deferred``)."""
         self.journal = journal
         """Where the run records its turns and effects (a session whose store
         keeps a journal, and tools with effects); ``None`` otherwise."""
@@ -205,7 +213,7 @@ class RunState:
             messages=tuple(self.transcript),
             preamble=self.plan.preamble,
             extra_context=(),
-            tools=self.plan.specs,
+            tools=self.plan.specs + self.client if self.client else self.plan.specs,
             tool_choice=None,
             temperature=None,
             max_tokens=None,
@@ -531,6 +539,8 @@ async def _batch(run: RunState, calls: list[ToolCall], resume: Resume | None = N
         agent=run.plan.agent,
         journal=run.journal,
         resume=resume,
+        client=frozenset(spec.name for spec in run.client),
+        deferred=run.deferred,
     )
     ended = _settle(run, stop)
     if ended and run.structured is not None and type(run.outcome) is Completed:
@@ -545,6 +555,7 @@ def _settle(run: RunState, stop: Stop | None) -> bool:
     settled = _commit(run)  # first: however the run goes on, no result is lost
     if stop is not None:
         run.held.clear()  # a stop ends the run: nothing waits for a decision
+        run.deferred.clear()  # nor for the client
         run.outcome = stop.outcome
         return True
     run.invalid += sum(1 for s in settled if s.invalid)
@@ -561,6 +572,10 @@ def _settle(run: RunState, stop: Stop | None) -> bool:
     finals = [s for s in settled if s.terminal]
     if finals:
         run.output = finals[0].result.content
+        return True
+    if run.deferred:  # the app's calls ran: the client's go back to it
+        run.outcome = Deferred(calls=tuple(sorted(run.deferred, key=lambda c: c.index)))
+        run.output = None
         return True
     return False
 

@@ -32,7 +32,7 @@ from .._persistence._journal import JournalEntry
 from .._persistence._sessions import PENDING_KEY
 from .._secret import Secret, secret_json
 from .._toolmap import ToolMap
-from .._types import Message, MessageToolCall, ToolCall, Usage
+from .._types import Message, MessageToolCall, ToolCall, ToolResult, Usage
 
 __all__ = [
     "PENDING_KEY",
@@ -194,6 +194,8 @@ class Resume:
     """The transcript came back from a journal."""
     waiting: bool = False
     """Some pending call has no decision yet: the run stays suspended."""
+    results: dict[str, ToolResult] = field(default_factory=dict)
+    """The client's results for the calls a deferred run handed back."""
 
     def approved(self, call_id: str) -> str | None:
         """The digest the decision on ``call_id`` approved, if it approved one."""

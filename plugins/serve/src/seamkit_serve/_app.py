@@ -8,10 +8,9 @@ and the route that decides the calls a suspended run waits for.
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
-import uuid
+import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -26,11 +25,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._config import Caller, Keys, ServeConfig
-from ._conversation import new_messages
+from ._conversation import Conversation, app_tools
 from ._decisions import parse_decisions
 from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
+from ._handed import CallIds, Handout, answering, made_session
 from ._pending import may_ask
 from ._responses_run import ResponsesRoutes
 from ._run import SESSION_HEADER, Run, RunInput, error_response
@@ -39,10 +39,6 @@ from ._wire import Limits, parse_request
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
 
 log = logging.getLogger("seamkit.serve")
-
-_MADE_PREFIX = "run-"
-"""The start of the name of a session the server makes for a request that
-names none, when the app may ask for approval."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +61,8 @@ class _Server:
         self.keys = Keys({})
         self.limits = Limits(1, 1)
         self.store: seamkit.SessionStore | None = None
+        self.ids = CallIds()
+        self.ttl = 3600.0
         self.responses = ResponsesRoutes(None)
 
     @contextlib.asynccontextmanager
@@ -75,9 +73,15 @@ class _Server:
             config = agent.config.section("serve") if agent.config is not None else None
             serve = config if isinstance(config, ServeConfig) else ServeConfig()
             self.keys = Keys.gather(serve)
-            self.limits = Limits(serve.max_body_bytes, serve.max_messages)
+            self.limits = Limits(
+                serve.max_body_bytes,
+                serve.max_messages,
+                client_tools=serve.client_tools == "pass",
+            )
+            self.ttl = serve.client_tool_ttl_seconds
+            self.ids = CallIds.for_app(agent.settings.state_key)
             self.store = agent.session_store()
-            self.responses = ResponsesRoutes(self.store)
+            self.responses = ResponsesRoutes(self.store, self.ids, self.ttl)
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -179,17 +183,25 @@ class _Server:
         # the run's user is the key's, unless the key may name the request's
         context: dict[str, Any] = {"api_key_id": kid, "user": caller.user(chat.user)}
         sent = chat.messages
-        made = shown is None and may_ask(agent)
-        if made:
-            # A run that suspends is continued from the store: this one runs
-            # on a session of its own, kept only if it suspends.
-            shown = f"{_MADE_PREFIX}{uuid.uuid4().hex}"
-        # a client's session: what the messages sent add to its stored ones
-        given: RunInput = (
-            functools.partial(new_messages, sent=sent, output=output)
-            if shown and not made
-            else list(sent)
+        made = False
+        if shown is None:
+            # A run that suspends or hands calls to the client is continued
+            # from the store: it runs on a session the server makes, kept only
+            # if it does; the ids of handed-out calls name it.
+            nonce = answering(sent) if sent[-1].role == "tool" else None
+            if nonce is not None:
+                shown, made = made_session(nonce), True
+            elif chat.tools or may_ask(agent):
+                shown, made = made_session(secrets.token_bytes(12)), True
+        conversation = Conversation(
+            sent,
+            app_tools(agent, output),
+            frozenset(t.name for t in chat.tools),
+            self.ids,
+            kid,
+            shown or "",
         )
+        given: RunInput = conversation.new_messages
         run = Run(
             agent,
             self.name,
@@ -204,6 +216,8 @@ class _Server:
             defaults=chat.defaults,
             include_usage=chat.include_usage,
             output=output,
+            tools=chat.tools,
+            handout=Handout(self.ids, kid, self.ttl),
         )
         return await (run.streamed() if chat.stream else run.whole())
 
@@ -275,6 +289,7 @@ class _Server:
             shown=shown,
             continues=frozenset(p.call_id for p in pending),
             include_usage=asked.include_usage,
+            handout=Handout(self.ids, kid, self.ttl),
         )
         return await (run.streamed() if asked.stream else run.whole())
 

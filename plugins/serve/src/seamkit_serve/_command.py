@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import secrets
 
 import click
 import seamkit
 from seamkit.plugins import listening_socket
 
 from ._config import Keys, ServeConfig
+from ._handed import KEY_ENV
 
 __all__ = ["serve_command"]
 
@@ -73,6 +75,8 @@ def serve_command(
     os.environ["SEAMKIT_SERVE_APP"] = os.path.abspath(app)
     os.environ["SEAMKIT_SERVE_STORE"] = store or ""
     os.environ["SEAMKIT_SERVE_MODEL"] = model_spec or ""
+    # the key of handed-out call ids, one for all workers (settings.state_key wins)
+    os.environ.setdefault(KEY_ENV, secrets.token_hex(32))
     import uvicorn  # lazy: only the serve command needs the server
 
     uv_config = uvicorn.Config(

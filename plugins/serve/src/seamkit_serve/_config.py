@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import seamkit
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -86,6 +87,18 @@ class ServeConfig(BaseModel):
         default=1_000_000, gt=0, description="Largest request body accepted, in bytes."
     )
     max_messages: int = Field(default=500, gt=0, description="Most messages one request may carry.")
+    client_tools: Literal["pass", "refuse"] = Field(
+        default="pass",
+        description="Whether a request may bring the client's own tools (tools, tool_choice, "
+        "parallel_tool_calls): pass (the model sees them beside the app's, and its calls to "
+        "them are handed back to the client) or refuse (a 400).",
+    )
+    client_tool_ttl_seconds: float = Field(
+        default=3600.0,
+        gt=0,
+        description="How long the calls handed to a client can be answered; after that a "
+        "result is a 400 and the client sends a new message instead.",
+    )
     drain_seconds: float = Field(
         default=30.0,
         ge=0,

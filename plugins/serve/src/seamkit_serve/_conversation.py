@@ -1,19 +1,40 @@
 """A session's conversation as its client sees it, and what is new in a
-request: the client may send only its new message, or its whole visible
-conversation, which must then start with the stored one."""
+request: the client may send only its new messages, or its whole visible
+conversation, which must then start with the stored one.
+
+What is matched of a stored transcript (`Conversation.visible`): each of
+the user's messages; each assistant message that handed calls to the
+client, with those calls; and each result the client sent back. A client's
+copy is matched against it by place, by the user's texts, and by the calls
+(tool, arguments, and an id this server issued for exactly that call:
+`seamkit_serve._handed`); its assistant messages without calls are the
+replies it was shown, and are not compared: the reply a client got may be
+what the app's hooks made of it (a rewritten output, a terminal tool's
+result, a stop's reason), or an error for a run that failed, while the
+session holds the model's turns.
+
+What is new is either user messages, or the results of the calls the last
+reply handed out (`seamkit.ClientResults`), each for an id the server issued
+to that key in that conversation, with the same tool and arguments, not
+expired; anything else is a 400 that names the id, or a 409 when the
+conversation contradicts the stored one.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import seamkit
 
+from ._handed import CallIds, conversation_nonce, made_session
 from ._wire import ApiError
 
-__all__ = ["answer_json", "new_messages", "reply_text", "visible"]
+__all__ = ["Conversation", "Turn", "answer_json", "app_tools", "reply_text"]
 
-Visible = list[tuple[str, str]]
+_NOT_OURS = "was not handed out by this server to this API key in this conversation"
 
 SEPARATOR = "\n\n"
 """Between the texts of two model turns of one run, in the one reply a client gets."""
@@ -30,78 +51,263 @@ def answer_json(output: seamkit.Output[object], value: object) -> str:
     return json.dumps(output.dump(value), ensure_ascii=False)
 
 
-def _accepted(output: seamkit.Output[object], reply: Sequence[seamkit.Message]) -> str:
-    """The JSON a client saw for a structured run's ``reply`` (the messages
-    between two of the user's): the last answer, when it validates (a run
-    that ended failed showed the client an error, not an answer). Earlier
-    answers were rejected, and feedback, tool calls and texts beside the
-    answer are the server's own."""
-    answers = [m for m in reply if m.role == "assistant"]
-    if not answers:
-        return ""
-    last = answers[-1]
-    calls = [c for c in last.tool_calls or () if c.function.name == output.name]
-    text = calls[0].function.arguments if calls else last.text
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of the conversation a client saw: the user's (``text``),
+    an assistant reply (with the ``calls`` it handed to the client), or a
+    client's result (for the call it ``answers``)."""
+
+    role: str
+    text: str = ""
+    calls: tuple[seamkit.ToolCall, ...] = ()
+    answers: seamkit.ToolCall | None = None
+
+
+def app_tools(agent: seamkit.Agent, output: seamkit.Output[object] | None) -> frozenset[str]:
+    """The names of the calls the server runs: the app's tools and its output tool."""
+    names = set(agent.tools)
+    declared = output if output is not None else agent.output
+    if declared is not None:
+        names.add(declared.name)
+    return frozenset(names)
+
+
+def _arguments(raw: str) -> object:
+    """Arguments as JSON values, for comparing (the text when it is not JSON)."""
     try:
-        return answer_json(output, output.parse(text))
-    except seamkit.OutputInvalid:
-        return ""
+        return json.loads(raw)
+    except ValueError:
+        return raw
 
 
-def visible(
-    transcript: Sequence[seamkit.Message], output: seamkit.Output[object] | None = None
-) -> Visible:
-    """``(role, text)`` of what the client saw: each user message, and the
-    assistant texts between two user messages as one reply (with a declared
-    ``output``: the accepted answer's JSON). Injected pairs, tool calls, tool
-    results, the run's feedback and system messages are the server's own."""
-    out: Visible = []
-    reply: list[seamkit.Message] = []
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """How one request's messages meet its session's stored transcript.
 
-    def close_reply() -> None:
-        text = reply_text(reply).strip() if output is None else _accepted(output, reply)
-        if text:
-            out.append(("assistant", text))
-        reply.clear()
+    ``app_tools`` are the names the server runs (the app's tools and its
+    output tool): a call to any other is the client's; ``client_tools`` the
+    names of the tools the request brings. ``ids`` checks the
+    ids the client sends back, ``caller`` is the API key's identity and
+    ``session`` the client-facing session name; results expire at
+    ``serve.client_tool_ttl_seconds``."""
 
-    for message in transcript:
-        if message.from_user:
-            close_reply()
-            out.append(("user", message.text.strip()))
-        elif message.role == "user":
-            continue  # the run's feedback to its model
-        elif message.role == "assistant":
-            reply.append(message)
-    close_reply()
-    return out
+    sent: tuple[seamkit.Message, ...]
+    app_tools: frozenset[str]
+    client_tools: frozenset[str]
+    ids: CallIds
+    caller: str
+    session: str
+    clock: float = field(default_factory=time.time)
 
+    # --- what the client saw ---------------------------------------------------
 
-def new_messages(
-    stored: Sequence[seamkit.Message],
-    sent: Sequence[seamkit.Message],
-    output: seamkit.Output[object] | None = None,
-) -> list[seamkit.Message]:
-    """What ``sent`` adds to the stored conversation. A new session takes
-    all of it; otherwise the client's system messages are left out (the
-    first request's are kept), and the rest is either the stored visible
-    conversation followed by new messages, or user messages only (just the
-    new ones). Anything else contradicts the stored conversation: a 409.
-    ``output`` is the app's declared output (`visible`)."""
-    if not stored:
-        return list(sent)
-    client = [m for m in sent if m.role != "system"]
-    seen = visible(stored, output)
-    mine = [(m.role, m.text.strip()) for m in client]
-    if len(mine) > len(seen) and mine[: len(seen)] == seen:
-        return client[len(seen) :]
-    if all(m.role == "user" for m in client):
-        return client
-    where = next((i for i, (a, b) in enumerate(zip(mine, seen, strict=False)) if a != b), len(seen))
-    raise ApiError(
-        409,
-        f"the conversation sent contradicts the session's stored one at visible message "
-        f"{where} (of {len(seen)} stored): send only the new message, or the whole "
-        "conversation as this session has it",
-        param="messages",
-        code="session_conflict",
-    )
+    def visible(self, transcript: Sequence[seamkit.Message]) -> list[Turn]:
+        """What is matched of the conversation the client saw (see the
+        module's docstring)."""
+        out: list[Turn] = []
+        handed: dict[str, seamkit.ToolCall] = {}
+        for message in transcript:
+            if message.from_user:
+                out.append(Turn("user", message.text.strip()))
+            elif message.role == "assistant":
+                calls = self._handed(message)
+                if calls:
+                    out.append(Turn("assistant", calls=calls))
+                    handed.update((c.id, c) for c in calls)
+            elif message.role == "tool" and message.tool_call_id in handed:
+                out.append(Turn("tool", answers=handed.pop(message.tool_call_id)))
+        return out
+
+    def _handed(self, message: seamkit.Message) -> tuple[seamkit.ToolCall, ...]:
+        """The calls of a model turn that went to the client."""
+        return tuple(
+            seamkit.ToolCall.from_message(call, i)
+            for i, call in enumerate(message.tool_calls or ())
+            if call.function.name not in self.app_tools
+        )
+
+    def open_calls(self, transcript: Sequence[seamkit.Message]) -> list[seamkit.ToolCall]:
+        """The calls the last reply handed out that no result answers yet."""
+        answered: set[str] = set()
+        for message in reversed(transcript):
+            if message.role == "tool":
+                answered.add(message.tool_call_id or "")
+            elif message.role == "assistant":
+                return [c for c in self._handed(message) if c.id not in answered]
+            else:
+                return []
+        return []
+
+    # --- the client's copy --------------------------------------------------------
+
+    def _same(self, mine: seamkit.Message, seen: Turn) -> bool:
+        """Whether the client's ``mine`` is the message it was shown as ``seen``."""
+        if mine.role != seen.role:
+            return False
+        if seen.role == "user":
+            return mine.text.strip() == seen.text
+        if seen.role == "tool":
+            assert seen.answers is not None
+            return self._issued(mine.tool_call_id or "", seen.answers)
+        given = mine.tool_calls or ()
+        return len(given) == len(seen.calls) and all(
+            g.function.name == c.name
+            and _arguments(g.function.arguments) == c.arguments
+            and self._issued(g.id, c)
+            for g, c in zip(given, seen.calls, strict=True)
+        )
+
+    def _issued(self, given: str, call: seamkit.ToolCall) -> bool:
+        return self.ids.matches(given, call, caller=self.caller, session=self.session)
+
+    def new_messages(
+        self, stored: Sequence[seamkit.Message]
+    ) -> list[seamkit.Message] | seamkit.ClientResults:
+        """What the request adds to the ``stored`` transcript: new user
+        messages (a new session takes all of them), or the results of the
+        calls the last reply handed out. The client's system messages are
+        left out after the first request."""
+        if not stored:  # a new conversation, or one the server no longer keeps
+            self._verified(self.sent)
+            if self.sent[-1].role == "tool":
+                self._unknown(
+                    self.sent[-1],
+                    "waits for no result here (it was answered, expired, "
+                    "or is another conversation's)",
+                )
+            return list(self.sent)
+        only_new = all(m.role == "user" for m in self.sent if m.role != "system") or all(
+            m.role == "tool" for m in self.sent if m.role != "system"
+        )
+        # the replies it was shown (assistant messages without calls) are not matched
+        client = [
+            m for m in self.sent if m.role != "system" and (m.role != "assistant" or m.tool_calls)
+        ]
+        seen = self.visible(stored)
+        if len(client) > len(seen) and all(
+            self._same(m, t) for m, t in zip(client, seen, strict=False)
+        ):
+            new = client[len(seen) :]
+        elif only_new:  # the client sent only its new messages
+            new = client
+        else:
+            where = next(
+                (
+                    i
+                    for i, (m, t) in enumerate(zip(client, seen, strict=False))
+                    if not self._same(m, t)
+                ),
+                len(seen),
+            )
+            if where < len(client):
+                self._not_seen(client[where])
+            raise ApiError(
+                409,
+                f"the conversation sent contradicts the session's stored one at visible "
+                f"message {where} (of {len(seen)} stored): send only the new messages, or the "
+                "whole conversation as this session has it",
+                param="messages",
+                code="session_conflict",
+            )
+        if all(m.role == "tool" for m in new):
+            return self._results(new, self.open_calls(stored))
+        if any(m.role == "tool" or m.tool_calls for m in new):
+            self._foreign(new)
+            raise ApiError(
+                400,
+                "the new messages mix tool results with other messages: send the results "
+                "of the calls handed out, then the next user message in another request",
+                param="messages",
+            )
+        return new
+
+    def _unknown(self, message: seamkit.Message, why: str, given: str | None = None) -> None:
+        """A 400 naming the tool-call id of ``message`` and ``why`` it is refused."""
+        given = given if given is not None else message.tool_call_id or ""
+        where = f"messages[{self.sent.index(message)}]"
+        raise ApiError(
+            400,
+            f"{where}: the tool call id {given!r} {why}",
+            param=where,
+            code="unknown_tool_call",
+        )
+
+    def _not_seen(self, message: seamkit.Message) -> None:
+        """A 400 for a tool call or result of the client's that contradicts
+        the stored conversation: its id is not one handed out here for that
+        tool and those arguments (forged, changed, or another's)."""
+        ids = [c.id for c in message.tool_calls or ()]
+        if message.role == "tool":
+            ids.append(message.tool_call_id or "")
+        if ids:
+            self._unknown(message, f"{_NOT_OURS}, for that tool and those arguments", ids[0])
+
+    def _verified(self, messages: Sequence[seamkit.Message]) -> None:
+        """Check, without the store, that every tool call and result in
+        ``messages`` is a pair this server handed out to this key: each
+        call's id made for its tool and arguments, each result after it."""
+        known: set[str] = set()
+        for message in messages:
+            for i, call in enumerate(message.tool_calls or ()):
+                handed = self.ids.decode(call.id)
+                session = self.session
+                if handed is not None and handed.nonce != conversation_nonce(session):
+                    session = made_session(handed.nonce)
+                # its place in the model's turn, as the id says (the client's
+                # copy holds only the calls handed to it)
+                parsed = seamkit.ToolCall.from_message(call, handed.index if handed else i)
+                if not self.ids.matches(call.id, parsed, caller=self.caller, session=session):
+                    self._unknown(message, _NOT_OURS, call.id)
+                known.add(call.id)
+            if message.role == "tool" and message.tool_call_id not in known:
+                self._unknown(message, "answers no call handed out before it in this conversation")
+
+    def _results(
+        self, new: Sequence[seamkit.Message], handed: Sequence[seamkit.ToolCall]
+    ) -> seamkit.ClientResults:
+        """The client's results for the ``handed`` calls, checked."""
+        results: dict[str, str] = {}
+        now = int(self.clock)
+        for message in new:
+            given = message.tool_call_id or ""
+            index = self.sent.index(message)
+            where = f"messages[{index}]"
+            call = next((c for c in handed if self._issued(given, c)), None)
+            if call is not None and call.name not in self.client_tools:
+                raise ApiError(
+                    400,
+                    f"{where}: the call {given!r} is to the tool {call.name!r}, which this "
+                    "request's tools do not include: send the tools with every request",
+                    param="tools",
+                    code="tool_not_given",
+                )
+            if call is None:
+                raise ApiError(
+                    400,
+                    f"{where}: the tool call id {given!r} is not one of the calls this "
+                    "conversation handed out and waits for",
+                    param=where,
+                    code="unknown_tool_call",
+                )
+            decoded = self.ids.decode(given)
+            if decoded is not None and decoded.expires <= now:
+                raise ApiError(
+                    400,
+                    f"{where}: the call {given!r} expired (serve.client_tool_ttl_seconds); "
+                    "send a new message instead",
+                    param=where,
+                    code="tool_call_expired",
+                )
+            if call.id in results:
+                raise ApiError(400, f"{where}: a second result for {given!r}", param=where)
+            results[call.id] = message.text
+        missing = [c.name for c in handed if c.id not in results]
+        if missing:
+            raise ApiError(
+                400,
+                f"the request answers {len(results)} of the {len(handed)} calls handed out; "
+                f"send a result for each (missing: calls to {', '.join(missing)})",
+                param="messages",
+                code="tool_results_missing",
+            )
+        return seamkit.ClientResults(results)

@@ -27,24 +27,26 @@ import seamkit
 
 from ._response_store import new_response_id
 
-__all__ = ["Rendered", "ResponseShape", "handed_out", "sse_event"]
+__all__ = ["ClientCall", "Rendered", "ResponseShape", "sse_event"]
 
 _GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
 
 
-def handed_out(result: seamkit.RunResult) -> list[seamkit.MessageToolCall]:
-    """The calls a run handed to its client (outcome ``deferred``): those of
-    the transcript's last assistant turn that no tool message answers."""
-    kind: str = result.outcome.kind  # deferred: the client-tools outcome
-    if kind != "deferred":
-        return []
-    transcript = result.transcript
-    for i in range(len(transcript) - 1, -1, -1):
-        message = transcript[i]
-        if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in transcript[i + 1 :] if m.role == "tool"}
-            return [c for c in message.tool_calls if c.id not in answered]
-    return []
+@dataclass(frozen=True, slots=True)
+class ClientCall:
+    """A call handed to the client: the id the server issued for it, the
+    tool's name and the arguments (JSON text)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+    @classmethod
+    def from_chat(cls, call: Mapping[str, object]) -> ClientCall:
+        """A chat ``tool_calls`` entry (`Run.handed`) as a client call."""
+        function = call.get("function")
+        spec = function if isinstance(function, Mapping) else {}
+        return cls(str(call.get("id")), str(spec.get("name")), str(spec.get("arguments") or "{}"))
 
 
 def _status(outcome: seamkit.Outcome) -> tuple[str, str | None]:
@@ -79,7 +81,7 @@ class Rendered:
     status: str
     reason: str | None
     text: str
-    calls: Sequence[seamkit.MessageToolCall]
+    calls: Sequence[ClientCall]
     usage: seamkit.Usage
     error: Mapping[str, object] | None = None
     metadata: dict[str, str] = field(default_factory=dict)
@@ -113,10 +115,11 @@ class ResponseShape:
         result: seamkit.RunResult,
         text: str,
         pending: dict[str, object] | None,
-        error: str | None = None,
+        handed: Sequence[Mapping[str, object]] | None,
     ) -> Rendered:
         """``result`` as a response says it; ``pending`` is what a suspended
-        run waits for (`Run.pending`)."""
+        run waits for (`Run.pending`), ``handed`` the calls a deferred one
+        hands to the client (`Run.handed`)."""
         status, reason = _status(result.outcome)
         metadata: dict[str, str] = {}
         if pending is not None:
@@ -125,8 +128,8 @@ class ResponseShape:
                 "seamkit_session": str(pending.get("session")),
                 "seamkit_pending": json.dumps(pending.get("pending"), separators=(",", ":")),
             }
-        failed = {"code": "server_error", "message": error} if error is not None else None
-        return Rendered(status, reason, text, handed_out(result), result.usage, failed, metadata)
+        calls = [ClientCall.from_chat(c) for c in handed or ()]
+        return Rendered(status, reason, text, calls, result.usage, None, metadata)
 
     def message(self, text: str, status: str = "completed") -> dict[str, object]:
         """The ``message`` output item holding ``text``."""
@@ -145,16 +148,21 @@ class ResponseShape:
         return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
 
     @staticmethod
-    def call(call: seamkit.MessageToolCall, arguments: str | None = None) -> dict[str, object]:
+    def call(call: ClientCall, arguments: str | None = None) -> dict[str, object]:
         """The ``function_call`` output item of a handed-out call."""
         return {
             "type": "function_call",
-            "id": f"fc_{call.id}",
-            "call_id": call.id,
-            "name": call.function.name,
-            "arguments": call.function.arguments if arguments is None else arguments,
+            "id": ResponseShape.call_item(call),
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": call.arguments if arguments is None else arguments,
             "status": "completed" if arguments is None else "in_progress",
         }
+
+    @staticmethod
+    def call_item(call: ClientCall) -> str:
+        """The id of a handed-out call's output item."""
+        return f"fc_{call.call_id.removeprefix('call_')}"
 
     def output(self, rendered: Rendered) -> list[dict[str, object]]:
         """The response's output items: the message (when there is text, or

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import secrets
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -38,13 +39,14 @@ from seamkit.stream import Event, RunFinished, TextDelta
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from ._config import Caller
-from ._conversation import SEPARATOR, new_messages
+from ._conversation import SEPARATOR, Conversation, app_tools
 from ._error import ApiError
 from ._format import run_output
+from ._handed import CallIds, Handout, answering, made_session
 from ._pending import may_ask
 from ._response_store import ResponseStore, StoredResponse
 from ._responses import parse_responses, renamed
-from ._responses_out import Rendered, ResponseShape
+from ._responses_out import ClientCall, Rendered, ResponseShape
 from ._run import OUTCOME_HEADER, SESSION_HEADER, Refusal, Run, RunInput, error_response
 from ._wire import Limits
 
@@ -68,12 +70,12 @@ def _continued(
     stored: tuple[seamkit.Message, ...],
     *,
     length: int,
-    sent: list[seamkit.Message],
+    conversation: Conversation,
     previous: str,
-) -> list[seamkit.Message]:
-    """What a request continuing ``previous`` adds to its session: ``sent``,
-    when the session is as ``previous`` left it (checked under the session's
-    lock), else a 409."""
+) -> list[seamkit.Message] | seamkit.ClientResults:
+    """What a request continuing ``previous`` adds to its session (its new
+    messages, or the results of the calls handed out), when the session is
+    as ``previous`` left it (checked under the session's lock), else a 409."""
     if len(stored) != length:
         raise ApiError(
             409,
@@ -84,7 +86,7 @@ def _continued(
             param=_PREVIOUS,
             code="response_not_latest",
         )
-    return sent
+    return conversation.new_messages(stored)
 
 
 async def _close(stream: AsyncIterator[Event]) -> None:
@@ -95,11 +97,20 @@ async def _close(stream: AsyncIterator[Event]) -> None:
 
 class ResponsesRoutes:
     """The Responses API of one running app; ``store`` is the app's session
-    store (``None``: nothing can be stored, as with ``store: false``)."""
+    store (``None``: nothing can be stored, as with ``store: false``);
+    ``ids`` makes and checks the ids of handed-out calls, which expire after
+    ``ttl`` seconds (as on the chat route)."""
 
-    def __init__(self, store: seamkit.SessionStore | None) -> None:
+    def __init__(
+        self,
+        store: seamkit.SessionStore | None,
+        ids: CallIds | None = None,
+        ttl: float = 3600.0,
+    ) -> None:
         self._sessions = store
         self._responses = ResponseStore(store) if store is not None else None
+        self._ids = ids if ids is not None else CallIds()
+        self._ttl = ttl
 
     async def _previous(self, kid: str, response_id: str, param: str | None) -> StoredResponse:
         stored = None
@@ -152,8 +163,14 @@ class ResponsesRoutes:
         kid = caller.id
         context: dict[str, Any] = {"api_key_id": kid, "user": caller.user(chat.user)}
         keep = asked.store and self._responses is not None
-        sent = list(chat.messages)
-        given: RunInput = sent
+        sent = chat.messages
+        tools = frozenset(t.name for t in chat.tools)
+        server_runs = app_tools(agent, output)
+
+        def conversation(messages: Sequence[seamkit.Message], on: str | None) -> Conversation:
+            return Conversation(tuple(messages), server_runs, tools, self._ids, kid, on or "")
+
+        made = False
         if asked.previous is not None:
             stored = await self._previous(kid, asked.previous, _PREVIOUS)
             if stored.session is None:
@@ -168,26 +185,44 @@ class ResponsesRoutes:
             later = [m for m in sent if m.role != "system"]  # a session keeps its first
             if keep:
                 shown = stored.session
-                given = functools.partial(
-                    _continued, length=stored.length, sent=later, previous=asked.previous
+                given: RunInput = functools.partial(
+                    _continued,
+                    length=stored.length,
+                    conversation=conversation(later, shown),
+                    previous=asked.previous,
                 )
             else:
-                given = [*await self._history(kid, stored), *later]
+                if any(m.role == "tool" or m.tool_calls for m in later):
+                    raise ApiError(
+                        400,
+                        "store: false with previous_response_id starts from a copy of that "
+                        "conversation, which takes no function call outputs: answer the calls "
+                        "handed out with store: true (the default)",
+                        param="store",
+                    )
+                given = [*await self._history(kid, stored), *later]  # the server's own copy
                 shown = None
-        elif keep:
-            if shown is not None:  # what the input adds to the named session
-                given = functools.partial(new_messages, sent=sent, output=output)
-            shown = shown or f"resp-{uuid.uuid4().hex}"
-        elif shown is not None:
-            raise ApiError(
-                400,
-                f"store: false keeps nothing, so it cannot run on the session "
-                f"{SESSION_HEADER} names; send one of them",
-                param="store",
-            )
-        made = shown is None and may_ask(agent)
-        if made:  # continued by its decisions if it suspends: kept only then
-            shown = f"run-{uuid.uuid4().hex}"
+                if chat.tools or may_ask(agent):
+                    shown, made = made_session(secrets.token_bytes(12)), True
+        else:
+            if keep:
+                shown = shown or f"resp-{uuid.uuid4().hex}"
+            elif shown is not None:
+                raise ApiError(
+                    400,
+                    f"store: false keeps nothing, so it cannot run on the session "
+                    f"{SESSION_HEADER} names; send one of them",
+                    param="store",
+                )
+            else:
+                # as the chat route: a run that suspends or hands calls to the
+                # client goes on from a session the server makes, kept only then
+                nonce = answering(sent) if sent[-1].role == "tool" else None
+                if nonce is not None:
+                    shown, made = made_session(nonce), True
+                elif chat.tools or may_ask(agent):
+                    shown, made = made_session(secrets.token_bytes(12)), True
+            given = conversation(sent, shown).new_messages
         run = Run(
             agent,
             name,
@@ -201,6 +236,8 @@ class ResponsesRoutes:
             made=made,
             defaults=chat.defaults,
             output=output,
+            tools=chat.tools,
+            handout=Handout(self._ids, kid, self._ttl),
         )
         shape = ResponseShape(name, asked.echo)
         if chat.stream:
@@ -223,12 +260,13 @@ class ResponsesRoutes:
 
     async def _whole(self, run: Run, shape: ResponseShape, kid: str, keep: bool) -> Response:
         result = await run.result()
-        suspended = isinstance(result.outcome, seamkit.Suspended)
-        headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(run, keep or suspended)}
+        waits = Run.waits(result.outcome)
+        headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(run, keep or waits)}
         text, _, failure = run.answer(result)
         if failure is not None:
             return error_response(failure, headers)
-        body = shape.body(ResponseShape.outcome(result, text, run.pending(result)))
+        rendered = ResponseShape.outcome(result, text, run.pending(result), run.handed(result))
+        body = shape.body(rendered)
         if keep:
             await self._keep(kid, shape, body, run, len(result.transcript))
         return JSONResponse(body, headers=headers)
@@ -303,7 +341,7 @@ class ResponsesRoutes:
                     yield out + self._delta(shape, text)
                 elif isinstance(event, RunFinished):
                     result = event.result
-                    kept = isinstance(result.outcome, seamkit.Suspended)
+                    kept = Run.waits(result.outcome)
                     ending, body = self._end(run, shape, result, "".join(sent), opened)
                     length = len(result.transcript)
                 event = await anext(stream, None)
@@ -341,7 +379,7 @@ class ResponsesRoutes:
             failed = Rendered("failed", None, "", (), result.usage, error)
             body = shape.body(failed)
             return shape.event("response.failed", response=body), body
-        rendered = ResponseShape.outcome(result, text, run.pending(result))
+        rendered = ResponseShape.outcome(result, text, run.pending(result), run.handed(result))
         out = b""
         index = 0
         if rendered.has_message:
@@ -361,14 +399,12 @@ class ResponsesRoutes:
         kind = "response.completed" if rendered.status == "completed" else "response.incomplete"
         return out + shape.event(kind, response=body), body
 
-    def _calls(
-        self, shape: ResponseShape, calls: Sequence[seamkit.MessageToolCall], start: int
-    ) -> bytes:
+    def _calls(self, shape: ResponseShape, calls: Sequence[ClientCall], start: int) -> bytes:
         """The events of the function calls handed to the client."""
         out = b""
         for index, call in enumerate(calls, start=start):
-            item_id = f"fc_{call.id}"
-            arguments = call.function.arguments
+            item_id = ResponseShape.call_item(call)
+            arguments = call.arguments
             out += shape.event(
                 "response.output_item.added",
                 output_index=index,

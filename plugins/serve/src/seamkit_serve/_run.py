@@ -8,7 +8,10 @@ be read is a 500 in OpenAI's shape whole, and streamed an error event and
 ``[DONE]``, wherever in the run it fails. A run that ends ``suspended``
 answers with a text naming what waits, and ``seamkit: {outcome, session,
 pending}`` beside the choices (on a stream, in the chunk that carries the
-finish reason). A run with a declared output (the app's,
+finish reason). A run that ends ``deferred`` (the model called the
+client's tools) answers with those calls, under ids the server issued
+(`seamkit_serve._handed`), and ``finish_reason: "tool_calls"``. A run with
+a declared output (the app's,
 `seamkit.Agent.output`, or the client's ``response_format``) answers with
 the validated value's JSON, streamed or not: a stream holds the model's
 text and sends the JSON once the run completed.
@@ -17,6 +20,7 @@ text and sends the JSON once the run completed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +33,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from ._conversation import SEPARATOR, answer_json, reply_text
 from ._edges import SESSION_HEADER
 from ._error import ApiError
+from ._handed import Handout
 from ._pending import described, notice, waiting
 from ._wire import chunk, completion, new_id, sse
 
@@ -48,7 +53,7 @@ RunInput = (
     None
     | seamkit.Decisions
     | list[seamkit.Message]
-    | Callable[[tuple[seamkit.Message, ...]], list[seamkit.Message]]
+    | Callable[[tuple[seamkit.Message, ...]], list[seamkit.Message] | seamkit.ClientResults]
 )
 """What a run answers: decisions, the client's messages, what a client's
 messages add to its session's stored transcript, or nothing (a run that
@@ -78,6 +83,8 @@ class Run:
     ``trace`` is the caller's trace-context headers, which the run continues.
     ``output`` is the run's output when the request asked for one (a
     client's ``response_format``); ``None``: the app's own, if any.
+    ``tools`` are the client's tools and ``handout`` how calls to them are
+    handed back.
     """
 
     agent: seamkit.Agent
@@ -94,6 +101,8 @@ class Run:
     defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
     include_usage: bool = False
     output: seamkit.Output[object] | None = None
+    tools: tuple[seamkit.ToolSpec, ...] = ()
+    handout: Handout | None = None
     id: str = field(default_factory=new_id)
 
     @property
@@ -110,7 +119,26 @@ class Run:
             options["store"] = self.store
         if self.output is not None:
             options["output"] = self.output
+        if self.tools:
+            options["client_tools"] = self.tools
         return options
+
+    def _input(self) -> RunInput:
+        """The run's input; a continuation that answers handed-out calls
+        makes the reply start after the turn that handed them out."""
+        given = self.input
+        if not callable(given):
+            return given
+
+        def input(
+            stored: tuple[seamkit.Message, ...],
+        ) -> list[seamkit.Message] | seamkit.ClientResults:
+            out = given(stored)
+            if isinstance(out, seamkit.ClientResults):
+                self.continues = frozenset(out.results)
+            return out
+
+        return input
 
     def _refusal(self, exc: Exception) -> ApiError | None:
         """The answer to a run refused before it started, if ``exc`` is one."""
@@ -132,6 +160,8 @@ class Run:
                 type="server_error",
                 code=_UNREADABLE,
             )
+        if isinstance(exc, seamkit.ToolDefinitionError):  # the client's tools
+            return ApiError(400, exc.message, param="tools", code="invalid_tools")
         if isinstance(exc, seamkit.OutputDefinitionError):  # the client's response_format
             return ApiError(
                 400, exc.message, param="response_format", code="invalid_response_format"
@@ -157,22 +187,30 @@ class Run:
         """The answer as one ``chat.completion``."""
         try:
             with continue_trace(self.trace):
-                result = await self.agent.run(self.input, **self._options())
+                result = await self.agent.run(self._input(), **self._options())
         except Exception as exc:
             await self._forget()
             refusal = self._refusal(exc)
             if refusal is None:
                 raise
             return error_response(refusal, self._headers(not self.made))
-        suspended = isinstance(result.outcome, seamkit.Suspended)
-        kept = suspended or not self.made
-        if not suspended:
+        waits = _waits(result.outcome)
+        kept = waits or not self.made
+        if not waits:
             await self._forget()  # gone before the answer: a client never finds it
         text, finish, failure = self._answer(result)
         headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(kept)}
         if failure is not None:
             return error_response(failure, headers)
-        body = completion(self.id, self.model, text, finish, result.usage, self._extra(result))
+        body = completion(
+            self.id,
+            self.model,
+            text,
+            finish,
+            result.usage,
+            self._extra(result),
+            self._handed(result.outcome),
+        )
         return JSONResponse(body, headers=headers)
 
     # --- streamed ---------------------------------------------------------------
@@ -180,7 +218,7 @@ class Run:
     async def streamed(self) -> Response:
         """The answer as server-sent events; an error answer when the run is
         refused before its first event."""
-        stream = self.agent.stream(self.input, **self._options())
+        stream = self.agent.stream(self._input(), **self._options())
         try:
             # the agent's stream starts its run at the first event, in the
             # context of the moment: the caller's trace context, then
@@ -230,7 +268,7 @@ class Run:
                     yield pending + sse(chunk(self.id, self.model, {"content": text}))
                     pending = b""
                 elif isinstance(event, RunFinished):
-                    kept = isinstance(event.result.outcome, seamkit.Suspended)
+                    kept = _waits(event.result.outcome)
                     ending = pending + self._end(event.result, "".join(sent_text))
                     pending = b""
                 event = await anext(stream, None)
@@ -262,6 +300,10 @@ class Run:
         out = b""
         if full.startswith(so_far) and full != so_far:
             out += sse(chunk(self.id, self.model, {"content": full[len(so_far) :]}))
+        calls = self._handed(result.outcome)
+        if calls:
+            indexed = [{"index": i, **call} for i, call in enumerate(calls)]
+            out += sse(chunk(self.id, self.model, {"tool_calls": indexed}))
         out += sse(chunk(self.id, self.model, {}, finish, extra=self._extra(result)))
         if self.include_usage:
             out += sse(chunk(self.id, self.model, None, used=result.usage))
@@ -292,6 +334,12 @@ class Run:
             text = f"{text}{SEPARATOR}{said}" if text else said
         return text, _finish(outcome), None
 
+    def _handed(self, outcome: seamkit.Outcome) -> list[dict[str, object]] | None:
+        """The ``tool_calls`` of a deferred run's answer."""
+        if not isinstance(outcome, seamkit.Deferred) or self.handout is None:
+            return None
+        return self.handout.tool_calls(outcome.calls, self.shown or "", time.time())
+
     def _extra(self, result: seamkit.RunResult) -> dict[str, object] | None:
         """The ``seamkit`` field of a suspended run's answer."""
         outcome = result.outcome
@@ -308,17 +356,17 @@ class Run:
     async def result(self) -> seamkit.RunResult:
         """The run's result, for a caller that writes its own answer: a run
         refused before it started raises its `ApiError`; the session the
-        server made is gone unless the run suspended."""
+        server made is gone unless the run goes on later (`waits`)."""
         try:
             with continue_trace(self.trace):
-                result = await self.agent.run(self.input, **self._options())
+                result = await self.agent.run(self._input(), **self._options())
         except Exception as exc:
             await self._forget()
             refusal = self._refusal(exc)
             if refusal is None:
                 raise
             raise refusal from None
-        if not isinstance(result.outcome, seamkit.Suspended):
+        if not _waits(result.outcome):
             await self._forget()
         return result
 
@@ -326,7 +374,7 @@ class Run:
         """The run's event stream and its first event, for a caller that
         writes its own stream; a run refused before its first event raises
         its `ApiError`. The caller closes the stream and `forget`s."""
-        stream = self.agent.stream(self.input, **self._options())
+        stream = self.agent.stream(self._input(), **self._options())
         try:
             with continue_trace(self.trace):
                 first = await anext(stream, None)
@@ -355,17 +403,34 @@ class Run:
         """What a suspended run waits for (``outcome``, ``session``, ``pending``)."""
         return self._extra(result)
 
+    def handed(self, result: seamkit.RunResult) -> list[dict[str, object]] | None:
+        """A deferred run's calls as chat ``tool_calls``, with the ids issued for them."""
+        return self._handed(result.outcome)
+
+    @staticmethod
+    def waits(outcome: seamkit.Outcome) -> bool:
+        """Whether a run that ended so goes on later (its session is kept)."""
+        return _waits(outcome)
+
 
 GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
 """The events where a hook's stop is a content filter's: it refused what the
 user wrote, what the model wrote, or what a tool returned."""
 
 
+def _waits(outcome: seamkit.Outcome) -> bool:
+    """Whether a run that ended so goes on later (its session is kept)."""
+    return isinstance(outcome, seamkit.Suspended | seamkit.Deferred)
+
+
 def _finish(outcome: seamkit.Outcome) -> str:
     """The ``finish_reason`` of an answer: ``length`` at ``max_turns``,
-    ``content_filter`` when a guard stopped the run, else ``stop``."""
+    ``content_filter`` when a guard stopped the run, ``tool_calls`` when it
+    handed calls to the client, else ``stop``."""
     if isinstance(outcome, seamkit.MaxTurns):
         return "length"
+    if isinstance(outcome, seamkit.Deferred):
+        return "tool_calls"
     if isinstance(outcome, seamkit.Terminated) and outcome.event in GUARDED:
         return "content_filter"
     return "stop"

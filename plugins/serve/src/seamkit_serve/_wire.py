@@ -8,8 +8,11 @@ parameters fall in four groups (the guide lists them):
 
 - honoured: ``model`` (the app's name), ``messages``, ``stream``,
   ``stream_options.include_usage``, ``temperature``, ``max_tokens`` /
-  ``max_completion_tokens``, ``response_format`` (`parse_format`), ``user``
-  and ``n`` when it is 1;
+  ``max_completion_tokens``, ``response_format`` (`parse_format`), ``user``,
+  ``n`` when it is 1, and the client's tools: ``tools`` (functions),
+  ``tool_choice`` and ``parallel_tool_calls``, with assistant messages that
+  carry ``tool_calls`` and ``tool`` messages (whose ids the server checks:
+  `seamkit_serve._handed`);
 - passed to the app's model as ``additional_params`` (its hooks may change
   them): ``top_p``, ``frequency_penalty``, ``presence_penalty``, ``seed``,
   ``stop``;
@@ -21,6 +24,7 @@ parameters fall in four groups (the guide lists them):
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -57,18 +61,24 @@ HONOURED = frozenset(
         "user",
         "n",
         "response_format",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
     }
 )
 ACCEPTED = frozenset({"store", "metadata"})
 """Parameters that cannot change the answer: checked, then not acted on."""
 _TOOLS = "this app runs its own tools and does not take a client's"
+_LEGACY = "functions are OpenAI's deprecated form of tools: send tools and tool_choice"
 _TEXT = "this app answers with text"
+TOOL_PARAMETERS = ("tools", "tool_choice", "parallel_tool_calls")
+"""What an app whose ``serve.client_tools`` is ``refuse`` refuses (`REFUSED`)."""
 REFUSED: dict[str, str] = {
     "tools": _TOOLS,
     "tool_choice": _TOOLS,
     "parallel_tool_calls": _TOOLS,
-    "functions": _TOOLS,
-    "function_call": _TOOLS,
+    "functions": _LEGACY,
+    "function_call": _LEGACY,
     "logprobs": "a run may take many model turns, so its tokens have no log-probabilities",
     "top_logprobs": "a run may take many model turns, so its tokens have no log-probabilities",
     "logit_bias": "token ids belong to a model, and the app chooses its model",
@@ -81,10 +91,10 @@ REFUSED: dict[str, str] = {
     "service_tier": "the app's configuration chooses its model's settings",
 }
 """OpenAI's parameters the server refuses, each with why."""
-_HARMLESS: dict[str, object] = {"logprobs": False, "parallel_tool_calls": True}
+_HARMLESS: dict[str, object] = {"logprobs": False}
 """Refused parameters whose value asks for what happens anyway."""
 PASSED_ON = frozenset({"top_p", "frequency_penalty", "presence_penalty", "seed", "stop"})
-_ROLES = frozenset({"system", "developer", "user", "assistant"})
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +105,8 @@ class Limits:
     max_messages: int
     max_depth: int = 64
     """How deeply a request's JSON may nest arrays and objects."""
+    client_tools: bool = True
+    """Whether the app takes the client's tools (``serve.client_tools: pass``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,8 @@ class ChatRequest:
     user: str | None = None
     defaults: seamkit.RequestPatch = field(default_factory=seamkit.RequestPatch)
     response_format: ResponseFormat | None = None
+    tools: tuple[seamkit.ToolSpec, ...] = ()
+    """The client's own tools (`seamkit.Agent.run`'s ``client_tools``)."""
 
 
 def _bad(message: str, param: str | None = None, code: str | None = None) -> ApiError:
@@ -133,27 +147,102 @@ def _text(content: object, where: str) -> str:
     raise _bad(f"{where}.content must be a string or a list of text parts", f"{where}.content")
 
 
-def _message(raw: object, index: int) -> seamkit.Message:
+def _message(raw: object, index: int, tools: bool) -> seamkit.Message:
     where = f"messages[{index}]"
     if not isinstance(raw, dict):
         raise _bad(f"{where} must be an object with a role and content", where)
     role = raw.get("role")
-    if role == "tool" or raw.get("tool_calls") or raw.get("function_call"):
+    calls = raw.get("tool_calls")
+    if not tools and (role == "tool" or calls or raw.get("function_call")):
         raise _bad(
             f"{where} is a tool call or a tool result; this app runs its own tools, so a "
             "conversation holds only system, user and assistant messages",
             where,
         )
+    if raw.get("function_call") or role == "function":
+        raise _bad(f"{where}: {_LEGACY}", where)
     if role not in _ROLES:
         raise _bad(
-            f"{where}.role is {role!r}; use one of: system, developer, user, assistant",
+            f"{where}.role is {role!r}; use one of: system, developer, user, assistant, tool",
             f"{where}.role",
         )
     content = raw.get("content")
     if content is None and role == "assistant":
         content = ""
     text = _text(content, where)
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise _bad(f"{where}.tool_call_id must be the id of the call it answers", where)
+        return seamkit.Message.tool(call_id, text)
+    if calls:
+        if role != "assistant" or not isinstance(calls, list):
+            raise _bad(f"{where}.tool_calls must be a list on an assistant message", where)
+        made = tuple(_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(calls))
+        return seamkit.Message.assistant(text or None, made)
     return seamkit.Message(role="system" if role == "developer" else role, content=text)
+
+
+def _call(raw: object, where: str) -> seamkit.MessageToolCall:
+    """One of an assistant message's ``tool_calls``."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    call_id = raw.get("id") if isinstance(raw, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    arguments = function.get("arguments", "{}") if isinstance(function, dict) else None
+    if not (isinstance(call_id, str) and isinstance(name, str) and isinstance(arguments, str)):
+        raise _bad(
+            f"{where} must be {{id, type: function, function: {{name, arguments}}}} with "
+            "string values",
+            where,
+        )
+    return seamkit.MessageToolCall.make(call_id, name, arguments)
+
+
+def _tools(raw: object) -> tuple[seamkit.ToolSpec, ...]:
+    """The client's ``tools``: functions, each with a name and a JSON Schema."""
+    if not isinstance(raw, list):
+        raise _bad("tools must be a list of {type: function, function: {...}}", "tools")
+    specs: list[seamkit.ToolSpec] = []
+    for i, item in enumerate(raw):
+        where = f"tools[{i}]"
+        if not isinstance(item, dict) or item.get("type") != "function":
+            kind = item.get("type") if isinstance(item, dict) else type(item).__name__
+            raise _bad(f"{where} is a {kind!r} tool; this server takes function tools", where)
+        function = item.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise _bad(f"{where}.function.name must be 1 to 64 letters, digits, _ and -", where)
+        assert isinstance(function, dict)
+        parameters = function.get("parameters") or {"type": "object", "properties": {}}
+        description = function.get("description") or ""
+        if not isinstance(parameters, dict) or not isinstance(description, str):
+            raise _bad(f"{where}.function: parameters must be a JSON Schema object", where)
+        if any(s.name == name for s in specs):
+            raise _bad(f"{where}: the tool {name!r} is given twice", where)
+        specs.append(seamkit.ToolSpec(name=name, description=description, parameters=parameters))
+    return tuple(specs)
+
+
+def _choice(raw: object, tools: tuple[seamkit.ToolSpec, ...]) -> str | None:
+    """``tool_choice`` as a run takes it: auto, none, required or a tool's name."""
+    if raw is None:
+        return None
+    if raw in ("auto", "none", "required"):
+        assert isinstance(raw, str)
+        return raw
+    function = raw.get("function") if isinstance(raw, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(name, str):
+        raise _bad(
+            "tool_choice must be auto, none, required or {type: function, function: {name}}",
+            "tool_choice",
+        )
+    if not any(s.name == name for s in tools):
+        raise _bad(f"tool_choice names {name!r}, which is not among tools", "tool_choice")
+    return name
+
+
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _number(body: dict[str, Any], key: str, low: float, high: float) -> float | None:
@@ -244,9 +333,28 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
             "messages",
             "too_many_messages",
         )
-    parsed = tuple(_message(m, i) for i, m in enumerate(messages))
-    if parsed[-1].role != "user":
-        raise _bad("the last message must be the user's", f"messages[{len(parsed) - 1}]")
+    passed = {k: body[k] for k in sorted(PASSED_ON) if body.get(k) is not None}
+    if not limits.client_tools:
+        refused = [k for k in TOOL_PARAMETERS if k in body]
+        if refused:
+            raise _bad(
+                f"this app cannot honour {refused[0]}: {_TOOLS} (serve.client_tools: refuse)",
+                refused[0],
+                "unsupported_parameter",
+            )
+    parsed = tuple(_message(m, i, limits.client_tools) for i, m in enumerate(messages))
+    if parsed[-1].role not in ("user", "tool"):
+        raise _bad(
+            "the last message must be the user's (or a result of a tool call the server "
+            "handed out)",
+            f"messages[{len(parsed) - 1}]",
+        )
+    tools = _tools(body["tools"]) if "tools" in body else ()
+    parallel = body.get("parallel_tool_calls")
+    if parallel is not None and not isinstance(parallel, bool):
+        raise _bad("parallel_tool_calls must be true or false", "parallel_tool_calls")
+    if parallel is not None and tools:
+        passed["parallel_tool_calls"] = parallel
     stream = body.get("stream", False)
     if not isinstance(stream, bool):
         raise _bad("stream must be true or false", "stream")
@@ -259,11 +367,11 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
     user = body.get("user")
     if user is not None and not isinstance(user, str):
         raise _bad("user must be a string", "user")
-    passed = {k: body[k] for k in sorted(PASSED_ON) if body.get(k) is not None}
     defaults = seamkit.RequestPatch(
         temperature=_number(body, "temperature", 0, 2),
         max_tokens=limit,
         additional_params=passed or None,
+        tool_choice=_choice(body.get("tool_choice"), tools) if tools else None,
     )
     return ChatRequest(
         parsed,
@@ -272,6 +380,7 @@ def parse_request(raw: bytes, app_name: str, limits: Limits) -> ChatRequest:
         user,
         defaults,
         parse_format(body.get("response_format")),
+        tools,
     )
 
 
@@ -317,9 +426,15 @@ def completion(
     finish: str,
     used: seamkit.Usage,
     extra: dict[str, object] | None = None,
+    calls: list[dict[str, object]] | None = None,
 ) -> dict[str, object]:
     """A whole ``chat.completion``; ``extra``, when given, is its ``seamkit``
-    field (what a suspended run waits for)."""
+    field (what a suspended run waits for); ``calls`` the ``tool_calls``
+    handed to the client."""
+    message: dict[str, object] = {"role": "assistant", "content": text, "refusal": None}
+    if calls:
+        message["content"] = text or None
+        message["tool_calls"] = calls
     body: dict[str, object] = {
         "id": id,
         "object": "chat.completion",
@@ -328,7 +443,7 @@ def completion(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": text, "refusal": None},
+                "message": message,
                 "finish_reason": finish,
                 "logprobs": None,
             }

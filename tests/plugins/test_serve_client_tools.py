@@ -287,3 +287,55 @@ def test_tool_choice_and_parallel_tool_calls_reach_the_model(tmp_path: Path) -> 
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "tool_choice"
     finally:
         served.served.stop()
+
+
+def test_an_approval_comes_first_then_the_clients_call(tmp_path: Path) -> None:
+    """A turn that needs an approval and a client's call suspends; the
+    decision's answer hands the client's call out; its result completes the
+    run, and the refund ran once."""
+    effects = tmp_path / "effects.log"
+    effects.touch()
+    served = Served("approve_client", tmp_path, env={"SERVE_EFFECTS": str(effects)})
+    try:
+        client = served.client(KEY_A)
+        raw = client.chat.completions.with_raw_response.create(
+            model="approve_client",
+            messages=[ASK],
+            tools=[WEATHER],  # type: ignore[list-item]
+        )
+        first = raw.parse()
+        assert first.choices[0].finish_reason == "stop"
+        assert not first.choices[0].message.tool_calls
+        [pending] = (first.model_extra or {})["seamkit"]["pending"]
+        assert pending["tool"] == "t_refund"
+        session = raw.headers["x-seamkit-session"]
+        decided = httpx.post(
+            f"{served.root}/v1/sessions/{session}/decisions",
+            json={
+                "decisions": [
+                    {
+                        "call_id": pending["call_id"],
+                        "action": "approve",
+                        "digest": pending["digest"],
+                    }
+                ]
+            },
+            headers={"authorization": f"Bearer {KEY_A}"},
+            timeout=30,
+        )
+        assert decided.status_code == 200, decided.text
+        choice = decided.json()["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        [call] = choice["message"]["tool_calls"]
+        assert call["function"]["name"] == "weather"
+        assert len(effects.read_text().splitlines()) == 1  # the refund ran, once
+        copy = {"role": "assistant", "content": None, "tool_calls": [call]}
+        done = client.chat.completions.create(
+            model="approve_client",
+            messages=[ASK, copy, {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}],  # type: ignore[list-item]
+            tools=[WEATHER],  # type: ignore[list-item]
+        )
+        assert done.choices[0].message.content == "Done."
+        assert len(effects.read_text().splitlines()) == 1
+    finally:
+        served.stop()

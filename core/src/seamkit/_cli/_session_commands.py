@@ -28,7 +28,13 @@ from .._loader import get_registry
 from .._manifest import AppConfig
 from .._persistence._journal import JournalEntry, JournalStore
 from .._persistence._recovery import read_session_document, session_document, store_location
-from .._persistence._sessions import PENDING_KEY, RawSessionReader, SessionStore, StoredSession
+from .._persistence._sessions import (
+    CLIENT_TOOLS_KEY,
+    PENDING_KEY,
+    RawSessionReader,
+    SessionStore,
+    StoredSession,
+)
 from .._types import Message
 from ._session_calls import session_calls
 
@@ -201,7 +207,7 @@ def show_command(name: str, app: str | None, store: str | None, as_json: bool) -
 
     location, found, journal, running = _with_store(app, store, load)
     calls = session_calls(found.state, journal)
-    state = {k: v for k, v in found.state.items() if k != PENDING_KEY}
+    state = {k: v for k, v in found.state.items() if k not in (PENDING_KEY, CLIENT_TOOLS_KEY)}
     if as_json:
         document = {
             "session": name,

@@ -414,8 +414,11 @@ class Agent:
             resume: Resume | None = None
             transcript: Sequence[Message] = stored.transcript
             messages: Input = ()
+            client_tools = options.client_tools
             if input is None or isinstance(input, Decisions) or _nothing(input):
                 decisions = input if isinstance(input, Decisions) else None
+                # a suspended run goes on with its client tools unless given others
+                client_tools = client_tools or stored.client_tools
                 resume = await self._continued(decisions, session, held, stored, entries)
                 transcript = resume.transcript
             elif stored.pending or entries:
@@ -452,7 +455,7 @@ class Agent:
                 resume=resume,
                 journal=journal,
                 output=options.output,
-                client_tools=options.client_tools,
+                client_tools=client_tools,
             )
             try:
                 result = await drive(run)
@@ -466,7 +469,9 @@ class Agent:
                 # cancellation: it must learn where its transcript went).
                 run.life.save()
                 saved = with_pending(
-                    _storable(state, with_pending(stored.state, ())), _still_pending(run)
+                    _storable(state, with_pending(stored.state, ())),
+                    _still_pending(run),
+                    run.client,
                 )
                 not_saved = await run.life.shielded(
                     save_or_recover(held, session, run.transcript, saved)

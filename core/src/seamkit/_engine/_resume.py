@@ -29,10 +29,10 @@ from .._approval import Approve, Decision, Decisions, Edit, PendingCall, Reject,
 from .._context import ActionContext
 from .._errors import InvalidToolCall, ResumeError
 from .._persistence._journal import JournalEntry
-from .._persistence._sessions import PENDING_KEY
+from .._persistence._sessions import CLIENT_TOOLS_KEY, PENDING_KEY
 from .._secret import Secret, secret_json
 from .._toolmap import ToolMap
-from .._types import Message, MessageToolCall, ToolCall, ToolResult, Usage
+from .._types import Message, MessageToolCall, ToolCall, ToolResult, ToolSpec, Usage
 
 __all__ = [
     "PENDING_KEY",
@@ -55,16 +55,31 @@ SEALED_DAYS = 7
 ``settings.approval_expires_seconds`` does not say."""
 
 _PENDING = TypeAdapter(list[PendingCall])
+_SPECS = TypeAdapter(tuple[ToolSpec, ...])
 _DECISION: TypeAdapter[Decision] = TypeAdapter(
     Annotated[Approve | Reject | Edit, Field(discriminator="action")]
 )
 
 
-def with_pending(state: Mapping[str, Any], pending: Sequence[PendingCall]) -> dict[str, Any]:
-    """``state`` keeping ``pending`` (dropped when there is none)."""
-    out = {k: v for k, v in state.items() if k != PENDING_KEY}
+def with_pending(
+    state: Mapping[str, Any],
+    pending: Sequence[PendingCall],
+    client: Sequence[ToolSpec] | None = None,
+) -> dict[str, Any]:
+    """``state`` keeping ``pending`` and the suspended run's ``client``
+    tools (both dropped when nothing is pending; ``None`` keeps the client
+    tools ``state`` has)."""
+    hidden = (PENDING_KEY, CLIENT_TOOLS_KEY)
+    out = {k: v for k, v in state.items() if k not in hidden}
     if pending:
         out[PENDING_KEY] = _PENDING.dump_python(list(pending), mode="json")
+        kept = (
+            state.get(CLIENT_TOOLS_KEY)
+            if client is None
+            else _SPECS.dump_python(tuple(client), mode="json")
+        )
+        if kept:
+            out[CLIENT_TOOLS_KEY] = kept
     return out
 
 

@@ -43,10 +43,11 @@ from pydantic import TypeAdapter
 
 from .._approval import PendingCall
 from .._errors import SessionBusy, SessionError
-from .._types import Message
+from .._types import Message, ToolSpec
 from ._journal import JournalEntry
 
 __all__ = [
+    "CLIENT_TOOLS_KEY",
     "PENDING_KEY",
     "RawSession",
     "RawSessionReader",
@@ -92,7 +93,12 @@ PENDING_KEY = "seamkit.pending"
 """Where a session's state keeps the calls that wait for a decision (the
 kernel hides it from hooks; `StoredSession.pending` reads it)."""
 
+CLIENT_TOOLS_KEY = "seamkit.client_tools"
+"""Where a suspended session keeps the run's client tools, so that its
+decisions continue it with them (hidden from hooks, like `PENDING_KEY`)."""
+
 _PENDING = TypeAdapter(tuple[PendingCall, ...])
+_SPECS = TypeAdapter(tuple[ToolSpec, ...])
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,12 @@ class StoredSession:
         Decisions a journal stored since are not applied here."""
         raw = self.state.get(PENDING_KEY)
         return _PENDING.validate_python(raw) if raw else ()
+
+    @property
+    def client_tools(self) -> tuple[ToolSpec, ...]:
+        """The client tools of the session's suspended run (``()``: none)."""
+        raw = self.state.get(CLIENT_TOOLS_KEY)
+        return _SPECS.validate_python(raw) if raw else ()
 
     @classmethod
     def parse(

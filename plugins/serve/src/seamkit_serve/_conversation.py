@@ -212,7 +212,9 @@ class Conversation:
         if all(m.role == "tool" for m in new):
             return self._results(new, self.open_calls(stored))
         if any(m.role == "tool" or m.tool_calls for m in new):
-            self._foreign(new)
+            for message in new:  # calls the client says were made: none was, here
+                if message.tool_calls:
+                    self._not_seen(message)
             raise ApiError(
                 400,
                 "the new messages mix tool results with other messages: send the results "

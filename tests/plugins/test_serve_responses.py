@@ -405,3 +405,86 @@ def test_input_items_become_the_same_messages_in_order(
     expected += [("system" if r == "developer" else r, t) for r, t, _ in items]
     expected.append(("user", last))
     assert [(m.role, m.text) for m in asked.chat.messages] == expected
+
+
+# --- client tools -------------------------------------------------------------------------
+
+WEATHER = {
+    "type": "function",
+    "name": "weather",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+@pytest.fixture(scope="module")
+def tools_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    served = Served("client", tmp_path_factory.mktemp("responses-tools"))
+    yield served
+    served.stop()
+
+
+def test_a_client_tool_round_trip_with_previous_response_id(tools_app: Served) -> None:
+    client = tools_app.client()
+    first = client.responses.create(model="client", input="A1 and Oslo?", tools=[WEATHER])  # type: ignore[list-item]
+    assert first.status == "completed"
+    [call] = [item for item in first.output if item.type == "function_call"]
+    assert call.name == "weather"
+    assert json.loads(call.arguments) == {"city": "Oslo"}
+    assert call.call_id.startswith("call_") and len(call.call_id) <= 40
+    assert first.output_text == "Checking."  # the app's own lookup ran on the server
+    done = client.responses.create(
+        model="client",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}],
+        tools=[WEATHER],  # type: ignore[list-item]
+    )
+    assert done.output_text == "Order A1 ships; it is sunny in Oslo."
+
+
+def test_a_client_tool_round_trip_with_the_whole_conversation(tools_app: Served) -> None:
+    """``store: false``: the client resends its items, the server checks the ids."""
+    client = tools_app.client()
+    asked: list[Any] = [{"role": "user", "content": "A1 and Oslo?"}]
+    first = client.responses.create(model="client", input=asked, tools=[WEATHER], store=False)  # type: ignore[list-item]
+    [call] = [item for item in first.output if item.type == "function_call"]
+    conversation = [
+        *asked,
+        *(item.model_dump(exclude_none=True) for item in first.output),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"},
+    ]
+    done = client.responses.create(
+        model="client",
+        input=conversation,
+        tools=[WEATHER],  # type: ignore[list-item]
+        store=False,
+    )
+    assert done.output_text == "Order A1 ships; it is sunny in Oslo."
+
+
+def test_a_streamed_client_call_has_its_argument_events(tools_app: Served) -> None:
+    with tools_app.client().responses.stream(
+        model="client",
+        input="A1 and Oslo?",
+        tools=[WEATHER],  # type: ignore[list-item]
+    ) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert "response.function_call_arguments.delta" in kinds
+    assert "response.function_call_arguments.done" in kinds
+    [call] = [item for item in final.output if item.type == "function_call"]
+    assert json.loads(call.arguments) == {"city": "Oslo"}
+
+
+def test_a_forged_call_id_is_a_400_naming_it(tools_app: Served) -> None:
+    client = tools_app.client()
+    first = client.responses.create(model="client", input="A1 and Oslo?", tools=[WEATHER])  # type: ignore[list-item]
+    forged = "call_" + "A" * 34
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model="client",
+            previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": forged, "output": "sunny"}],
+            tools=[WEATHER],  # type: ignore[list-item]
+        )
+    assert forged in caught.value.message
+    assert caught.value.code == "unknown_tool_call"

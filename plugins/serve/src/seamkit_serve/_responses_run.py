@@ -14,11 +14,15 @@ Where a response runs (the guide says the same):
   key's, so another key's is a 404, as is an id never stored. The new
   ``input`` is what the conversation adds; its system messages (and
   ``instructions``) are left out: a session keeps its first ones.
-- ``store`` false: nothing is kept — no session (or, for an app that may
-  ask for approval, a server-made one kept only if the run suspends, since
-  its decisions continue it) and no stored response. With
+- ``store`` false: nothing is kept — no session (or, for a run that may
+  suspend or hand calls to the client, a server-made one kept only until
+  it is continued, as on the chat route) and no stored response. With
   ``previous_response_id`` it runs on a copy of that response's
-  conversation. ``store: false`` with ``X-Seamkit-Session`` is a 400.
+  conversation (and takes no function call outputs). ``store: false`` with
+  ``X-Seamkit-Session`` is a 400.
+
+The input goes through the chat route's `Conversation`: handed-out calls
+and their outputs are checked against the ids the server issued.
 
 A stream's ``response.completed`` (or ``incomplete``) goes out once the
 session and the response are saved, so the next request finds both.

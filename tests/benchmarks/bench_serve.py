@@ -441,11 +441,15 @@ class Connection:
                 await self.writer.wait_closed()
         self.reader = self.writer = None
 
-    async def post(self, body: bytes, session: str | None) -> tuple[int, bytes]:
-        """POST /v1/chat/completions; the status and the body."""
+    async def post(
+        self, body: bytes, session: str | None, key: str | None = None
+    ) -> tuple[int, bytes]:
+        """POST /v1/chat/completions (with ``Authorization: Bearer <key>`` when
+        given); the status and the body."""
         assert self.reader is not None and self.writer is not None
         reader = self.reader
         extra = f"{SESSION_HEADER}: {session}\r\n" if session is not None else ""
+        extra += f"authorization: Bearer {key}\r\n" if key is not None else ""
         head = (
             f"POST {PATH} HTTP/1.1\r\nhost: 127.0.0.1:{self.port}\r\n"
             f"content-type: application/json\r\ncontent-length: {len(body)}\r\n{extra}\r\n"

@@ -19,6 +19,10 @@ import pytest
 from tests.benchmarks._harness import PACKAGE, discover, figure, problems, result
 
 BENCHMARKS = discover()
+SLOW = {"bench_gateway"}
+"""Benchmarks whose quick run installs a distribution (LiteLLM's proxy) into
+a fresh virtual environment."""
+QUICK_RUNS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in BENCHMARKS]
 
 
 @functools.cache
@@ -34,7 +38,7 @@ def test_benchmarks_are_discovered() -> None:
     assert "bench_cold_start" in BENCHMARKS
 
 
-@pytest.mark.parametrize("name", BENCHMARKS)
+@pytest.mark.parametrize("name", QUICK_RUNS)
 def test_benchmark_runs_quick(name: str) -> None:
     res, printed = _quick(name)
     assert problems(res) == []
@@ -43,7 +47,7 @@ def test_benchmark_runs_quick(name: str) -> None:
     assert "baseline" in printed, "a benchmark prints its figures and their ratio to the baseline"
 
 
-@pytest.mark.parametrize("name", BENCHMARKS)
+@pytest.mark.parametrize("name", QUICK_RUNS)
 def test_each_ratio_is_taken_against_a_baseline_of_the_same_run(name: str) -> None:
     """A ratio is the figure's median over its baseline's median measured in the
     same run, and ``met`` says whether it is within the target."""
@@ -184,3 +188,18 @@ def test_the_output_target_is_measured_and_no_bad_answer_breaks_the_retry_bound(
     assert retries["completed"] + retries["failed"] == retries["sequences"]
     assert retries["max_calls_over_budget"] <= 1.0
     assert "output_retries" in printed
+
+
+@pytest.mark.slow
+def test_the_gateway_targets_are_measured_against_litellm_and_the_floors() -> None:
+    """The gateway benchmark's two targets (seamkit serve against LiteLLM's
+    proxy, and against the forwarding floor) have figures, every server
+    answered every request (a wrong answer raises), and the p95s are there."""
+    res, _ = _quick("bench_gateway")
+    targeted = {f["name"]: f["target"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {"p50/seamkit_vs_litellm": 0.5, "p50/seamkit": 2.0}
+    names = {f["name"] for f in res["figures"]}
+    servers = {"seamkit", "litellm", "litellm_mock", "forward", "floor"}
+    assert {f"p95/{s}" for s in servers} | {"p50/seamkit_vs_floor"} <= names
+    assert set(res["requests"]) == servers
+    assert len(set(res["requests"].values())) == 1, "the same number of requests each"

@@ -7,11 +7,12 @@ and the route that decides the calls a suspended run waits for.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +32,11 @@ from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
 from ._handed import CallIds, Handout, answering, made_session
+from ._idempotency import IDEMPOTENCY_HEADER, Idempotency, fingerprint
 from ._pending import may_ask
 from ._responses_run import ResponsesRoutes
 from ._run import SESSION_HEADER, Run, RunInput, error_response
+from ._session_limits import SessionLimits
 from ._wire import Limits, parse_request
 
 __all__ = ["SESSION_HEADER", "ServerOptions", "app_from_env", "create_app"]
@@ -63,6 +66,9 @@ class _Server:
         self.store: seamkit.SessionStore | None = None
         self.ids = CallIds()
         self.ttl = 3600.0
+        self.idempotency = Idempotency(None, 0)
+        self.session_limits = SessionLimits(1, 1)
+        self.body_seconds = 30.0
         self.responses = ResponsesRoutes(None)
 
     @contextlib.asynccontextmanager
@@ -81,7 +87,10 @@ class _Server:
             self.ttl = serve.client_tool_ttl_seconds
             self.ids = CallIds.for_app(agent.settings.state_key)
             self.store = agent.session_store()
-            self.responses = ResponsesRoutes(self.store, self.ids, self.ttl)
+            self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
+            self.body_seconds = serve.body_timeout_seconds
+            self.session_limits = SessionLimits(serve.max_session_messages, serve.max_session_bytes)
+            self.responses = ResponsesRoutes(self.store, self.ids, self.ttl, self.session_limits)
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -120,14 +129,23 @@ class _Server:
                 code="request_too_large",
             )
         received = bytearray()
-        async for piece in request.stream():
-            received += piece
-            if len(received) > limit:
-                raise ApiError(
-                    413,
-                    f"the request body is over {limit} bytes, the most this server takes",
-                    code="request_too_large",
-                )
+        try:
+            async with asyncio.timeout(self.body_seconds):  # a slow client holds nothing long
+                async for piece in request.stream():
+                    received += piece
+                    if len(received) > limit:
+                        raise ApiError(
+                            413,
+                            f"the request body is over {limit} bytes, the most this server takes",
+                            code="request_too_large",
+                        )
+        except TimeoutError:
+            raise ApiError(
+                408,
+                f"the request body did not arrive within {self.body_seconds:g} seconds "
+                f"(serve.body_timeout_seconds); {len(received)} bytes came",
+                code="request_timeout",
+            ) from None
         return bytes(received)
 
     def _shown(self, request: Request) -> str | None:
@@ -140,6 +158,21 @@ class _Server:
                 param=SESSION_HEADER,
             )
         return name
+
+    async def _keyed(
+        self,
+        request: Request,
+        kid: str,
+        body: bytes,
+        produce: Callable[[], Awaitable[Response]],
+    ) -> Response:
+        """``produce``'s answer, or, for a request with an ``Idempotency-Key``,
+        the first answer to the same request with that key (`Idempotency`)."""
+        key = Idempotency.key(request.headers.get(IDEMPOTENCY_HEADER))
+        if key is None:
+            return await produce()
+        digest = fingerprint(request.url.path, request.headers.get(SESSION_HEADER), body)
+        return await self.idempotency.answer(kid, key, digest, produce)
 
     # --- routes ---------------------------------------------------------------
 
@@ -175,9 +208,16 @@ class _Server:
 
     async def chat(self, request: Request) -> Response:
         caller = self._authenticate(request)
+        self._ready()
+        body = await self._body(request)
+        return await self._keyed(
+            request, caller.id, body, lambda: self._chat(request, caller, body)
+        )
+
+    async def _chat(self, request: Request, caller: Caller, body: bytes) -> Response:
         kid = caller.id
         agent = self._ready()
-        chat = parse_request(await self._body(request), self.name, self.limits)
+        chat = parse_request(body, self.name, self.limits)
         shown = self._shown(request)
         output = run_output(agent.output, chat.response_format, agent.model)
         # the run's user is the key's, unless the key may name the request's
@@ -201,7 +241,14 @@ class _Server:
             kid,
             shown or "",
         )
-        given: RunInput = conversation.new_messages
+        # what the messages sent add to the session's stored ones, within a
+        # client's session's limits (a stateless request, or one on a session
+        # the server made for it, is bounded by max_body_bytes)
+        given: RunInput = (
+            self.session_limits.bounded(conversation.new_messages)
+            if shown and not made
+            else conversation.new_messages
+        )
         run = Run(
             agent,
             self.name,
@@ -225,15 +272,21 @@ class _Server:
         """``POST /v1/responses``: the Responses API (`ResponsesRoutes`)."""
         caller = self._authenticate(request)
         agent = self._ready()
-        return await self.responses.create(
-            agent,
-            self.name,
-            self.limits,
-            caller,
-            await self._body(request),
-            self._shown(request),
-            trace_headers(request.headers),
-            _pending_first,
+        body = await self._body(request)
+        return await self._keyed(
+            request,
+            caller.id,
+            body,
+            lambda: self.responses.create(
+                agent,
+                self.name,
+                self.limits,
+                caller,
+                body,
+                self._shown(request),
+                trace_headers(request.headers),
+                _pending_first,
+            ),
         )
 
     async def response(self, request: Request) -> Response:
@@ -246,10 +299,17 @@ class _Server:
         """``POST /v1/sessions/{name}/decisions``: decide the calls a
         session's suspended run waits for, and continue it."""
         caller = self._authenticate(request)
+        self._ready()
+        body = await self._body(request)
+        return await self._keyed(
+            request, caller.id, body, lambda: self._decide(request, caller, body)
+        )
+
+    async def _decide(self, request: Request, caller: Caller, body: bytes) -> Response:
         kid = caller.id
         agent = self._ready()
         shown = str(request.path_params["name"])
-        asked = parse_decisions(await self._body(request), self.limits)
+        asked = parse_decisions(body, self.limits)
         user = caller.user(asked.user)
         session = f"{kid}/{shown}"
         store = self.store

@@ -79,6 +79,10 @@ def serve_command(
     os.environ.setdefault(KEY_ENV, secrets.token_hex(32))
     import uvicorn  # lazy: only the serve command needs the server
 
+    from ._deadlines import HEADER_TIMEOUT_ENV  # lazy: it imports uvicorn, see above
+
+    os.environ[HEADER_TIMEOUT_ENV] = repr(serve.header_timeout_seconds)
+
     uv_config = uvicorn.Config(
         "seamkit_serve._app:app_from_env",
         factory=True,
@@ -86,6 +90,7 @@ def serve_command(
         timeout_graceful_shutdown=max(1, int(serve.drain_seconds)),
         log_level="info",
         lifespan="on",
+        http="seamkit_serve._deadlines:HeaderDeadline",  # h11, with a header deadline
     )
     server = uvicorn.Server(uv_config)
     if workers == 1:

@@ -99,6 +99,37 @@ class ServeConfig(BaseModel):
         description="How long the calls handed to a client can be answered; after that a "
         "result is a 400 and the client sends a new message instead.",
     )
+    idempotency_seconds: float = Field(
+        default=86_400.0,
+        gt=0,
+        description="How long the answer to a request with an Idempotency-Key is kept: a "
+        "repeat of the same request with the same key by the same API key within it gets "
+        "that answer again, and the app does not run again.",
+    )
+    max_session_messages: int = Field(
+        default=10_000,
+        gt=0,
+        description="Most messages a client's session may hold: a request that would take it "
+        "over is a 400 session_full, and nothing runs.",
+    )
+    max_session_bytes: int = Field(
+        default=20_000_000,
+        gt=0,
+        description="Most bytes a client's session's transcript may take (as stored JSON): "
+        "a request that would take it over is a 400 session_full, and nothing runs.",
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="How long a client may take to send a request's headers, from its first "
+        "byte (or the connection's opening); past it the connection is closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="How long a client may take to send a request's body; past it the "
+        "answer is a 408 and the connection is closed.",
+    )
     drain_seconds: float = Field(
         default=30.0,
         ge=0,

@@ -44,9 +44,12 @@ class ApiError(seamkit.SeamkitError):
 
     def headers(self) -> dict[str, str]:
         """The answer's headers: ``x-should-retry: false`` on a 409 or a 5xx
-        that a retry must not repeat blindly."""
+        that a retry must not repeat blindly; ``connection: close`` on a 408."""
         blind = self.status == 409 or self.status >= 500
-        return {RETRY_HEADER: "false"} if blind and self.status not in _RETRY_IS_SAFE else {}
+        headers = {RETRY_HEADER: "false"} if blind and self.status not in _RETRY_IS_SAFE else {}
+        if self.status == 408:  # a body too slow: the connection is not reused
+            headers["connection"] = "close"
+        return headers
 
 
 def error_body(

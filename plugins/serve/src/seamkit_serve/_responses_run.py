@@ -52,6 +52,7 @@ from ._response_store import ResponseStore, StoredResponse
 from ._responses import parse_responses, renamed
 from ._responses_out import ClientCall, Rendered, ResponseShape
 from ._run import OUTCOME_HEADER, SESSION_HEADER, Refusal, Run, RunInput, error_response
+from ._session_limits import SessionLimits
 from ._wire import Limits
 
 __all__ = ["ResponsesRoutes"]
@@ -103,18 +104,21 @@ class ResponsesRoutes:
     """The Responses API of one running app; ``store`` is the app's session
     store (``None``: nothing can be stored, as with ``store: false``);
     ``ids`` makes and checks the ids of handed-out calls, which expire after
-    ``ttl`` seconds (as on the chat route)."""
+    ``ttl`` seconds, and ``limits`` bound a kept session (as on the chat
+    route)."""
 
     def __init__(
         self,
         store: seamkit.SessionStore | None,
         ids: CallIds | None = None,
         ttl: float = 3600.0,
+        limits: SessionLimits | None = None,
     ) -> None:
         self._sessions = store
         self._responses = ResponseStore(store) if store is not None else None
         self._ids = ids if ids is not None else CallIds()
         self._ttl = ttl
+        self._limits = limits
 
     async def _previous(self, kid: str, response_id: str, param: str | None) -> StoredResponse:
         stored = None
@@ -227,6 +231,8 @@ class ResponsesRoutes:
                 elif chat.tools or may_ask(agent):
                     shown, made = made_session(secrets.token_bytes(12)), True
             given = conversation(sent, shown).new_messages
+        if keep and self._limits is not None and callable(given):
+            given = self._limits.bounded(given)  # a kept session grows: within its limits
         run = Run(
             agent,
             name,
@@ -280,7 +286,7 @@ class ResponsesRoutes:
     async def _streamed(self, run: Run, shape: ResponseShape, kid: str, keep: bool) -> Response:
         stream, first = await run.opened()
         return StreamingResponse(
-            self._events(run, shape, stream, first, kid, keep),
+            Run.detached(self._events(run, shape, stream, first, kid, keep)),
             media_type="text/event-stream",
             headers=self._headers(run, keep or run.made),
         )

@@ -19,6 +19,7 @@ text and sends the JSON once the run completed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -238,7 +239,7 @@ class Run:
                 )
             return error_response(refusal, self._headers(not self.made))
         return StreamingResponse(
-            self._events(stream, first),
+            _detached(self._events(stream, first)),
             media_type="text/event-stream",
             headers=self._headers(True),  # the outcome is not known yet
         )
@@ -412,6 +413,12 @@ class Run:
         """Whether a run that ended so goes on later (its session is kept)."""
         return _waits(outcome)
 
+    @staticmethod
+    def detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """``body`` made in a task of its own, which a client that goes away
+        cancels once (`_detached`)."""
+        return _detached(body)
+
 
 GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
 """The events where a hook's stop is a content filter's: it refused what the
@@ -453,6 +460,40 @@ def added(
         if transcript[i].from_user:
             return list(transcript[i + 1 :])
     return list(transcript)
+
+
+_PUMPS: set[asyncio.Task[None]] = set()
+"""The tasks that make streamed answers."""
+
+
+async def _detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``body``'s pieces, made in a task of their own, which a client that
+    goes away cancels once.
+
+    The server cancels a stream whose client disconnected with a cancel
+    scope, which cancels again at each of the stream's awaits: a run closed
+    in it would see a second cancellation at once and cut its
+    ``on_completion``. Out of that scope, the run is cancelled once, and
+    its ``on_completion`` finishes within its own deadline."""
+    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        try:
+            async for piece in body:
+                queue.put_nowait(piece)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.ensure_future(pump())
+    _PUMPS.add(task)  # held until done, wherever the answer went
+    task.add_done_callback(_PUMPS.discard)
+    try:
+        while (piece := await queue.get()) is not None:
+            yield piece
+        await task  # its failure, if it failed
+    finally:
+        if not task.done():
+            task.cancel()  # the one cancellation
 
 
 async def _close(stream: AsyncIterator[Event]) -> None:

@@ -441,11 +441,15 @@ def test_a_client_tool_round_trip_with_previous_response_id(tools_app: Served) -
     assert done.output_text == "Order A1 ships; it is sunny in Oslo."
 
 
-def test_a_client_tool_round_trip_with_the_whole_conversation(tools_app: Served) -> None:
-    """``store: false``: the client resends its items, the server checks the ids."""
+@pytest.mark.parametrize("store", [True, False])
+def test_a_client_tool_round_trip_with_the_whole_conversation(
+    tools_app: Served, store: bool
+) -> None:
+    """The client resends its items (as the Agents SDK does), stored or not:
+    the server checks the ids and goes on where the calls were made."""
     client = tools_app.client()
     asked: list[Any] = [{"role": "user", "content": "A1 and Oslo?"}]
-    first = client.responses.create(model="client", input=asked, tools=[WEATHER], store=False)  # type: ignore[list-item]
+    first = client.responses.create(model="client", input=asked, tools=[WEATHER], store=store)  # type: ignore[list-item]
     [call] = [item for item in first.output if item.type == "function_call"]
     conversation = [
         *asked,
@@ -456,7 +460,7 @@ def test_a_client_tool_round_trip_with_the_whole_conversation(tools_app: Served)
         model="client",
         input=conversation,
         tools=[WEATHER],  # type: ignore[list-item]
-        store=False,
+        store=store,
     )
     assert done.output_text == "Order A1 ships; it is sunny in Oslo."
 

@@ -5,8 +5,11 @@ whole or streamed; ``GET /v1/responses/{id}`` returns a stored response.
 Where a response runs (the guide says the same):
 
 - ``store`` true (the default) and no ``previous_response_id``: on the
-  session ``X-Seamkit-Session`` names, else on a new session the server
-  makes (``resp-<hex>``); the response is stored with the session it ran on.
+  session ``X-Seamkit-Session`` names, else on a session the server makes
+  (``run-<24 hex>``, kept) — or, when the input answers calls handed out,
+  the session their ids name, so a client that resends its whole
+  conversation goes on where the calls were made; the response is stored
+  with the session it ran on.
 - ``previous_response_id``: on that response's session, which must still
   be as the response left it — a response that is not its conversation's
   latest (a later response, a chat request or decided approvals moved the
@@ -34,7 +37,6 @@ import functools
 import json
 import logging
 import secrets
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -214,7 +216,11 @@ class ResponsesRoutes:
                     shown, made = made_session(secrets.token_bytes(12)), True
         else:
             if keep:
-                shown = shown or f"resp-{uuid.uuid4().hex}"
+                if shown is None:
+                    # a new session of the server's, or, for a request that
+                    # answers calls handed out, the one their ids name
+                    nonce = answering(sent) if sent[-1].role == "tool" else None
+                    shown = made_session(nonce or secrets.token_bytes(12))
             elif shown is not None:
                 raise ApiError(
                     400,

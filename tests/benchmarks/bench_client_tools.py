@@ -8,6 +8,9 @@ connection, answers whole, rounds alternated after a discarded warm-up.
 
 - **Baseline** (``client_tools/two_plain``): two stateless chat requests to an
   app whose scripted model answers one text turn.
+- **For comparison** (``client_tools/two_on_a_session``): two plain requests on
+  a session of their own (each loads and saves it), what the round trip's
+  pending turn costs in the store.
 - **Figure** (``client_tools/round_trip``): a request with the client's tool
   ``weather`` to an app whose scripted model calls it (the run ends
   ``deferred`` on a session the server makes), then the request with the
@@ -82,6 +85,19 @@ def two_plain(http: httpx.Client, root: str) -> None:
             raise AssertionError(f"plain answer: {answer}")
 
 
+def two_on_a_session(http: httpx.Client, root: str) -> None:
+    """Two plain requests on a session of their own (loaded and saved each)."""
+    headers = {"X-Seamkit-Session": f"s-{time.perf_counter_ns()}"}
+    for _ in range(2):
+        response = http.post(
+            f"{root}/v1/chat/completions",
+            json={"model": "plain", "messages": [ASK]},
+            headers=headers,
+        )
+        if response.status_code != 200:
+            raise AssertionError(f"{response.status_code}: {response.text[:300]}")
+
+
 def round_trip(http: httpx.Client, root: str) -> None:
     first = _post(http, root, {"model": "client", "messages": [ASK], "tools": [WEATHER]})
     message = first["choices"][0]["message"]
@@ -106,7 +122,7 @@ def main(quick: bool = False) -> dict[str, Any]:
         store = str(root / "sessions.sqlite")
         plain = seamkit_server("plain", plain_app, store, 1, root)
         client = seamkit_server("client", client_app, store, 1, root)
-        samples: dict[str, list[float]] = {"plain": [], "client": []}
+        samples: dict[str, list[float]] = {"plain": [], "session": [], "client": []}
         try:
             with httpx.Client(timeout=30) as http:
                 plain_root = f"http://127.0.0.1:{plain.port}"
@@ -115,7 +131,11 @@ def main(quick: bool = False) -> dict[str, Any]:
                     two_plain(http, plain_root)
                     round_trip(http, client_root)
                 for i in range(rounds):
-                    order = [("plain", two_plain, plain_root), ("client", round_trip, client_root)]
+                    order = [
+                        ("plain", two_plain, plain_root),
+                        ("session", two_on_a_session, plain_root),
+                        ("client", round_trip, client_root),
+                    ]
                     for name, fn, where in order if i % 2 == 0 else order[::-1]:
                         started = time.perf_counter()
                         fn(http, where)
@@ -126,6 +146,12 @@ def main(quick: bool = False) -> dict[str, Any]:
     base = statistics.median(samples["plain"])
     figures = [
         figure("client_tools/two_plain", "two stateless chat requests", samples["plain"], base),
+        figure(
+            "client_tools/two_on_a_session",
+            "two chat requests on one session (for comparison)",
+            samples["session"],
+            base,
+        ),
         figure(
             "client_tools/round_trip",
             "a request answered with a handed-out call, then its result",

@@ -339,3 +339,45 @@ def test_an_approval_comes_first_then_the_clients_call(tmp_path: Path) -> None:
         assert len(effects.read_text().splitlines()) == 1
     finally:
         served.stop()
+
+
+def test_a_session_goes_on_with_the_whole_conversation_after_the_round_trip(
+    app: ClientApp,
+) -> None:
+    headers = {"X-Seamkit-Session": "s-whole"}
+    _, call = handed(app, **headers)
+    done = ask(app.client(**headers), ASK, assistant(call), result(call))
+    reply = {"role": "assistant", "content": done.choices[0].message.content}
+    again = {"role": "user", "content": "and tomorrow?"}
+    more = ask(app.client(**headers), ASK, assistant(call), result(call), reply, again)
+    assert more.choices[0].finish_reason == "tool_calls"  # the script's first turn again
+    stored = app.stored(f"{key_id(KEY_A)}/s-whole")
+    assert stored is not None
+    assert [m.text for m in stored.transcript if m.from_user] == [ASK["content"], "and tomorrow?"]
+
+
+def test_an_abandoned_call_then_the_whole_conversation(app: ClientApp) -> None:
+    """A new message instead of the results: the call is answered "Not run"
+    in the session, and the client's whole conversation still matches."""
+    headers = {"X-Seamkit-Session": "s-abandon"}
+    _, call = handed(app, **headers)
+    instead = {"role": "user", "content": "never mind"}
+    reply = ask(app.client(**headers), ASK, assistant(call), instead)
+    shown = reply.choices[0].message.model_dump(exclude_none=True)  # it handed a call out again
+    again = ask(
+        app.client(**headers),
+        ASK,
+        assistant(call),
+        instead,
+        shown,
+        {"role": "user", "content": "hi"},
+    )
+    assert again.choices[0].finish_reason == "tool_calls"
+    stored = app.stored(f"{key_id(KEY_A)}/s-abandon")
+    assert stored is not None
+    assert [m.text for m in stored.transcript if m.from_user] == [
+        ASK["content"],
+        "never mind",
+        "hi",
+    ]
+    assert any(m.role == "tool" and m.text.startswith("Not run") for m in stored.transcript)

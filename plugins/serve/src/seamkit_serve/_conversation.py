@@ -3,15 +3,17 @@ request: the client may send only its new messages, or its whole visible
 conversation, which must then start with the stored one.
 
 What is matched of a stored transcript (`Conversation.visible`): each of
-the user's messages; each assistant message that handed calls to the
-client, with those calls; and each result the client sent back. A client's
-copy is matched against it by place, by the user's texts, and by the calls
-(tool, arguments, and an id this server issued for exactly that call:
-`seamkit_serve._handed`); its assistant messages without calls are the
-replies it was shown, and are not compared: the reply a client got may be
-what the app's hooks made of it (a rewritten output, a terminal tool's
-result, a stop's reason), or an error for a run that failed, while the
-session holds the model's turns.
+the user's messages, and each assistant message that handed calls to the
+client, with those calls. A client's copy is matched against it by place,
+by the user's texts, and by the calls (tool, arguments, and an id this
+server issued for exactly that call: `seamkit_serve._handed`). Its
+assistant messages without calls are the replies it was shown, and are not
+compared: the reply a client got may be what the app's hooks made of it (a
+rewritten output, a terminal tool's result, a stop's reason), or an error
+for a run that failed, while the session holds the model's turns. Its
+results are not compared either (a call the client abandoned has a "Not
+run" result in the session), but each must answer a call matched before
+it.
 
 What is new is either user messages, or the results of the calls the last
 reply handed out (`seamkit.ClientResults`), each for an id the server issued
@@ -53,14 +55,13 @@ def answer_json(output: seamkit.Output[object], value: object) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """One message of the conversation a client saw: the user's (``text``),
-    an assistant reply (with the ``calls`` it handed to the client), or a
-    client's result (for the call it ``answers``)."""
+    """One message of a stored conversation that a client's copy is matched
+    against: the user's (``text``), or an assistant turn that handed
+    ``calls`` to the client."""
 
     role: str
     text: str = ""
     calls: tuple[seamkit.ToolCall, ...] = ()
-    answers: seamkit.ToolCall | None = None
 
 
 def app_tools(agent: seamkit.Agent, output: seamkit.Output[object] | None) -> frozenset[str]:
@@ -105,7 +106,6 @@ class Conversation:
         """What is matched of the conversation the client saw (see the
         module's docstring)."""
         out: list[Turn] = []
-        handed: dict[str, seamkit.ToolCall] = {}
         for message in transcript:
             if message.from_user:
                 out.append(Turn("user", message.text.strip()))
@@ -113,9 +113,6 @@ class Conversation:
                 calls = self._handed(message)
                 if calls:
                     out.append(Turn("assistant", calls=calls))
-                    handed.update((c.id, c) for c in calls)
-            elif message.role == "tool" and message.tool_call_id in handed:
-                out.append(Turn("tool", answers=handed.pop(message.tool_call_id)))
         return out
 
     def _handed(self, message: seamkit.Message) -> tuple[seamkit.ToolCall, ...]:
@@ -146,9 +143,6 @@ class Conversation:
             return False
         if seen.role == "user":
             return mine.text.strip() == seen.text
-        if seen.role == "tool":
-            assert seen.answers is not None
-            return self._issued(mine.tool_call_id or "", seen.answers)
         given = mine.tool_calls or ()
         return len(given) == len(seen.calls) and all(
             g.function.name == c.name
@@ -176,31 +170,35 @@ class Conversation:
                     "or is another conversation's)",
                 )
             return list(self.sent)
-        only_new = all(m.role == "user" for m in self.sent if m.role != "system") or all(
-            m.role == "tool" for m in self.sent if m.role != "system"
-        )
-        # the replies it was shown (assistant messages without calls) are not matched
-        client = [
-            m for m in self.sent if m.role != "system" and (m.role != "assistant" or m.tool_calls)
-        ]
+        sent = [(i, m) for i, m in enumerate(self.sent) if m.role != "system"]
+        # what is matched: the user's messages and the calls handed out (the
+        # replies it was shown and the results it sent are not compared)
+        mine = [(i, m) for i, m in sent if m.role == "user" or m.tool_calls]
         seen = self.visible(stored)
-        if len(client) > len(seen) and all(
-            self._same(m, t) for m, t in zip(client, seen, strict=False)
-        ):
-            new = client[len(seen) :]
-        elif only_new:  # the client sent only its new messages
-            new = client
-        else:
+        new: list[seamkit.Message] = []
+        matched = len(mine) >= len(seen) and all(
+            self._same(m, t) for (_, m), t in zip(mine, seen, strict=False)
+        )
+        if matched:
+            last = mine[len(seen) - 1][0] if seen else -1
+            verified = {c.id for _, m in mine[: len(seen)] for c in m.tool_calls or ()}
+            self._answering(self.sent[: last + 1], verified)
+            new = self._tail(self.sent[last + 1 :], stored, verified)
+        if not new and all(m.role == "user" for _, m in sent):
+            new = [m for _, m in sent]  # the client sent only its new messages
+        elif not new and all(m.role == "tool" for _, m in sent):
+            new = [m for _, m in sent]  # only the results of the calls handed out
+        if not new:
             where = next(
                 (
                     i
-                    for i, (m, t) in enumerate(zip(client, seen, strict=False))
+                    for i, ((_, m), t) in enumerate(zip(mine, seen, strict=False))
                     if not self._same(m, t)
                 ),
                 len(seen),
             )
-            if where < len(client):
-                self._not_seen(client[where])
+            if where < len(mine):
+                self._not_seen(mine[where][1])
             raise ApiError(
                 409,
                 f"the conversation sent contradicts the session's stored one at visible "
@@ -211,10 +209,7 @@ class Conversation:
             )
         if all(m.role == "tool" for m in new):
             return self._results(new, self.open_calls(stored))
-        if any(m.role == "tool" or m.tool_calls for m in new):
-            for message in new:  # calls the client says were made: none was, here
-                if message.tool_calls:
-                    self._not_seen(message)
+        if any(m.role == "tool" for m in new):
             raise ApiError(
                 400,
                 "the new messages mix tool results with other messages: send the results "
@@ -222,6 +217,37 @@ class Conversation:
                 param="messages",
             )
         return new
+
+    def _answering(self, history: Sequence[seamkit.Message], verified: set[str]) -> None:
+        """A 400 for a result in the client's ``history`` that answers no
+        call handed out (and matched) before it."""
+        for message in history:
+            if message.role == "tool" and message.tool_call_id not in verified:
+                self._unknown(message, "answers no call handed out before it in this conversation")
+
+    def _tail(
+        self,
+        after: Sequence[seamkit.Message],
+        stored: Sequence[seamkit.Message],
+        verified: set[str],
+    ) -> list[seamkit.Message]:
+        """What the client sent after the last message the session holds:
+        its new messages, without the replies it was shown and the results
+        of calls answered already (the session has them); a call it says
+        was made there was not (a 400)."""
+        waiting = self.open_calls(stored)
+        out: list[seamkit.Message] = []
+        for message in after:
+            if message.role == "system" or (message.role == "assistant" and not message.tool_calls):
+                continue
+            if message.tool_calls:
+                self._not_seen(message)
+            if message.role == "tool":
+                given = message.tool_call_id or ""
+                if not any(self._issued(given, c) for c in waiting) and given in verified:
+                    continue  # answered already: history
+            out.append(message)
+        return out
 
     def _unknown(self, message: seamkit.Message, why: str, given: str | None = None) -> None:
         """A 400 naming the tool-call id of ``message`` and ``why`` it is refused."""

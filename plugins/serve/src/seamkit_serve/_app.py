@@ -12,7 +12,7 @@ import contextlib
 import logging
 import os
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,15 +26,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ._config import Caller, Keys, ServeConfig
-from ._conversation import Conversation
+from ._conversation import Conversation, app_tools
 from ._decisions import parse_decisions
 from ._edges import SESSION_NAME as _SESSION_NAME, Edges
 from ._error import ApiError, error_body
 from ._format import run_output
-from ._handed import CallIds, Handout, made_session
+from ._handed import CallIds, Handout, answering, made_session
 from ._idempotency import IDEMPOTENCY_HEADER, Idempotency, fingerprint
 from ._made import Conversations
 from ._pending import may_ask
+from ._responses_run import ResponsesRoutes
 from ._run import SESSION_HEADER, Run, RunInput, error_response
 from ._session_limits import SessionLimits
 from ._wire import Limits, parse_request
@@ -72,6 +73,7 @@ class _Server:
         self.idempotency = Idempotency(None, 0)
         self.session_limits = SessionLimits(1, 1)
         self.body_seconds = 30.0
+        self.responses = ResponsesRoutes(None)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
@@ -93,6 +95,13 @@ class _Server:
             self.idempotency = Idempotency(self.store, serve.idempotency_seconds)
             self.body_seconds = serve.body_timeout_seconds
             self.session_limits = SessionLimits(serve.max_session_messages, serve.max_session_bytes)
+            self.responses = ResponsesRoutes(
+                self.store,
+                self._call_ids,
+                self.ttl,
+                self.session_limits,
+                self.conversations.touch,
+            )
             self.name = agent.name
             self.agent = agent
             log.info("serving app %r", agent.name)
@@ -243,7 +252,7 @@ class _Server:
             # from the store: it runs on a session the server makes, kept only
             # if it does; the ids of handed-out calls name it, and it goes on
             # while the client's conversation does.
-            nonce = _answering(sent)
+            nonce = answering(sent)
             if nonce is not None:
                 shown, ours = made_session(nonce), True
             elif chat.tools or may_ask(agent):
@@ -254,7 +263,7 @@ class _Server:
         )
         conversation = Conversation(
             sent,
-            _app_tools(agent, output),
+            app_tools(agent, output),
             frozenset(t.name for t in chat.tools),
             ids,
             kid,
@@ -287,6 +296,33 @@ class _Server:
             kept=self.conversations.touch if ours else None,
         )
         return await (run.streamed() if chat.stream else run.whole())
+
+    async def respond(self, request: Request) -> Response:
+        """``POST /v1/responses``: the Responses API (`ResponsesRoutes`)."""
+        caller = self._authenticate(request)
+        agent = self._ready()
+        body = await self._body(request)
+        return await self._keyed(
+            request,
+            caller.id,
+            body,
+            lambda: self.responses.create(
+                agent,
+                self.name,
+                self.limits,
+                caller,
+                body,
+                self._shown(request),
+                trace_headers(request.headers),
+                _pending_first,
+            ),
+        )
+
+    async def response(self, request: Request) -> Response:
+        """``GET /v1/responses/{id}``: the key's own stored response."""
+        caller = self._authenticate(request)
+        self._ready()
+        return await self.responses.retrieve(caller.id, str(request.path_params["id"]))
 
     async def decide(self, request: Request) -> Response:
         """``POST /v1/sessions/{name}/decisions``: decide the calls a
@@ -345,28 +381,6 @@ class _Server:
             handout=Handout(await self._call_ids(bool(stored.client_tools)), kid, self.ttl),
         )
         return await (run.streamed() if asked.stream else run.whole())
-
-
-def _answering(sent: Sequence[seamkit.Message]) -> bytes | None:
-    """The conversation nonce of the latest handed-out call the request holds
-    (a result's, or a call's), when its id is one this server makes."""
-    for message in reversed(sent):
-        ids = [message.tool_call_id or ""] if message.role == "tool" else []
-        ids += [c.id for c in reversed(message.tool_calls or ())]
-        for given in ids:
-            handed = CallIds.decode(given)
-            if handed is not None:
-                return handed.nonce
-    return None
-
-
-def _app_tools(agent: seamkit.Agent, output: seamkit.Output[object] | None) -> frozenset[str]:
-    """The names of the calls the server runs: the app's tools and its output tool."""
-    names = set(agent.tools)
-    declared = output if output is not None else agent.output
-    if declared is not None:
-        names.add(declared.name)
-    return frozenset(names)
 
 
 def _shown_message(exc: seamkit.ResumeError, kid: str) -> str:
@@ -429,6 +443,8 @@ def create_app(options: ServerOptions) -> Starlette:
     server = _Server(options)
     routes = [
         Route("/v1/chat/completions", server.chat, methods=["POST"]),
+        Route("/v1/responses", server.respond, methods=["POST"]),
+        Route("/v1/responses/{id}", server.response, methods=["GET"]),
         Route("/v1/sessions/{name}/decisions", server.decide, methods=["POST"]),
         Route("/v1/models", server.models, methods=["GET"]),
         Route("/v1/models/{model:path}", server.model, methods=["GET"]),

@@ -34,7 +34,7 @@ import seamkit
 from ._handed import CallIds
 from ._wire import ApiError
 
-__all__ = ["Conversation", "Turn", "answer_json", "reply_text"]
+__all__ = ["Conversation", "Turn", "answer_json", "app_tools", "reply_text"]
 
 _NOT_OURS = "was not handed out by this server to this API key in this conversation"
 _GONE = (
@@ -67,6 +67,15 @@ class Turn:
     role: str
     text: str = ""
     calls: tuple[seamkit.ToolCall, ...] = ()
+
+
+def app_tools(agent: seamkit.Agent, output: seamkit.Output[object] | None) -> frozenset[str]:
+    """The names of the calls the server runs: the app's tools and its output tool."""
+    names = set(agent.tools)
+    declared = output if output is not None else agent.output
+    if declared is not None:
+        names.add(declared.name)
+    return frozenset(names)
 
 
 def _arguments(raw: str) -> object:

@@ -34,7 +34,15 @@ from dataclasses import dataclass
 
 import seamkit
 
-__all__ = ["KEY_RECORD", "CallIds", "Handed", "Handout", "conversation_nonce", "made_session"]
+__all__ = [
+    "KEY_RECORD",
+    "CallIds",
+    "Handed",
+    "Handout",
+    "answering",
+    "conversation_nonce",
+    "made_session",
+]
 
 KEY_RECORD = "seamkit/serve/call-ids"
 """The store's record of the key of an app without ``settings.state_key``
@@ -167,3 +175,16 @@ class Handout:
             }
             for call in calls
         ]
+
+
+def answering(sent: Sequence[seamkit.Message]) -> bytes | None:
+    """The conversation nonce of the latest handed-out call the request holds
+    (a result's, or a call's), when its id is one this server makes."""
+    for message in reversed(sent):
+        ids = [message.tool_call_id or ""] if message.role == "tool" else []
+        ids += [c.id for c in reversed(message.tool_calls or ())]
+        for given in ids:
+            handed = CallIds.decode(given)
+            if handed is not None:
+                return handed.nonce
+    return None

@@ -362,6 +362,73 @@ class Run:
             "pending": described(waiting(outcome.pending), self.agent.redactor),
         }
 
+    # --- for another wire format (the Responses API) -----------------------------
+
+    async def result(self) -> seamkit.RunResult:
+        """The run's result, for a caller that writes its own answer: a run
+        refused before it started raises its `ApiError`; the session the
+        server made is gone unless the run goes on later (`waits`)."""
+        try:
+            with continue_trace(self.trace):
+                result = await self.agent.run(self._input(), **self._options())
+        except Exception as exc:
+            await self._forget()
+            refusal = self._refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+        if not _waits(result.outcome):
+            await self._forget()
+        return result
+
+    async def opened(self) -> tuple[AsyncIterator[Event], Event | None]:
+        """The run's event stream and its first event, for a caller that
+        writes its own stream; a run refused before its first event raises
+        its `ApiError`. The caller closes the stream and `forget`s."""
+        stream = self.agent.stream(self._input(), **self._options())
+        try:
+            with continue_trace(self.trace):
+                first = await anext(stream, None)
+        except Exception as exc:
+            await _close(stream)
+            await self._forget()
+            refusal = self._refusal(exc)
+            if refusal is None:
+                raise
+            raise refusal from None
+        return stream, first
+
+    def refusal(self, exc: Exception) -> ApiError | None:
+        """The answer to ``exc``, if it refuses the run (else ``None``)."""
+        return self._refusal(exc)
+
+    async def forget(self) -> None:
+        """Delete the session the server made for this run (once)."""
+        await self._forget()
+
+    def answer(self, result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
+        """The reply text, the chat finish reason, or the error of a run that failed."""
+        return self._answer(result)
+
+    def pending(self, result: seamkit.RunResult) -> dict[str, object] | None:
+        """What a suspended run waits for (``outcome``, ``session``, ``pending``)."""
+        return self._extra(result)
+
+    def handed(self, result: seamkit.RunResult) -> list[dict[str, object]] | None:
+        """A deferred run's calls as chat ``tool_calls``, with the ids issued for them."""
+        return self._handed(result.outcome)
+
+    @staticmethod
+    def waits(outcome: seamkit.Outcome) -> bool:
+        """Whether a run that ended so goes on later (its session is kept)."""
+        return _waits(outcome)
+
+    @staticmethod
+    def detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """``body`` made in a task of its own, which a client that goes away
+        cancels once (`_detached`)."""
+        return _detached(body)
+
 
 GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
 """The events where a hook's stop is a content filter's: it refused what the

@@ -17,7 +17,10 @@ through ``response_format`` (LangChain
 ``output_type``), structured output through an output *tool* (LangChain's
 ``function_calling`` method, pydantic-ai's default ``ToolOutput``) and the
 client's own function tool round trip (``bind_tools`` and a ``ToolMessage``,
-``@agent.tool_plain``, ``@function_tool``, LiteLLM ``tools=``).
+``@agent.tool_plain``, ``@function_tool``, LiteLLM ``tools=``). The two
+clients that speak the Responses API (``POST /v1/responses``) are run that
+way too: the Agents SDK's default model, and LangChain with
+``use_responses_api=True``.
 
 The four environments are installed in parallel, once a session, by uv when
 the suite runs under ``uv run`` (it sets ``UV``), else by pip; each install's
@@ -323,3 +326,26 @@ def test_the_agents_sdk_default_responses_model(
     if check == "session":
         session = stored(apps["chat"], session_name("agents", "responses_session"), KEY)
         assert [(m.role, m.text) for m in session] == CONVERSATION
+
+
+# --- LangChain with use_responses_api=True: POST /v1/responses ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("check", "app", "expected"),
+    [
+        ("chat", "chat", TEXT),
+        ("stream", "chat", TEXT),  # the pieces joined
+        ("structured", "record", RECORD),
+        ("tool_round_trip", "add", {"calls": [ADD_CALL], "text": SUM_TEXT}),
+    ],
+)
+def test_langchain_with_the_responses_api(
+    environments: dict[str, Installed],
+    apps: dict[str, Served],
+    check: str,
+    app: str,
+    expected: Any,
+) -> None:
+    got = run(environments, apps, "langchain", f"responses_{check}", app)["got"]
+    assert ("".join(got) if check == "stream" else got) == expected

@@ -9,11 +9,26 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+RESPONSES = False
+"""Whether ``ChatOpenAI`` speaks the Responses API (``use_responses_api=True``)."""
+
 
 def llm(**headers: str) -> ChatOpenAI:
     return ChatOpenAI(
-        model=MODEL, base_url=BASE_URL, api_key=API_KEY, max_retries=0, default_headers=headers
+        model=MODEL,
+        base_url=BASE_URL,
+        api_key=API_KEY,
+        max_retries=0,
+        default_headers=headers,
+        use_responses_api=RESPONSES,
     )
+
+
+def text(content: Any) -> str:
+    """A message's text: a string, or (with the Responses API) its text blocks."""
+    if isinstance(content, str):
+        return content
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
 
 
 def session() -> list[str]:
@@ -22,7 +37,7 @@ def session() -> list[str]:
     asked = [HumanMessage("one")]
     first = sessioned.invoke(asked)
     second = sessioned.invoke([*asked, first, HumanMessage("two")])
-    return [first.content, second.content]
+    return [text(first.content), text(second.content)]
 
 
 def round_trip() -> dict[str, Any]:
@@ -37,15 +52,19 @@ def round_trip() -> dict[str, Any]:
         for c in first.tool_calls
     ]
     final = bound.invoke([*asked, first, *results])
-    return {"calls": calls, "text": final.content}
+    return {"calls": calls, "text": text(final.content)}
 
 
 def main() -> None:
-    match check():
+    global RESPONSES
+    name = check()
+    if name.startswith("responses_"):
+        RESPONSES, name = True, name.removeprefix("responses_")
+    match name:
         case "chat":
-            report(llm().invoke(QUESTION).content)
+            report(text(llm().invoke(QUESTION).content))
         case "stream":
-            report([chunk.content for chunk in llm().stream(QUESTION) if chunk.content])
+            report([text(chunk.content) for chunk in llm().stream(QUESTION) if text(chunk.content)])
         case "structured":
             record = llm().with_structured_output(Record, method="json_schema").invoke(QUESTION)
             report(record.model_dump())  # type: ignore[union-attr]

@@ -53,7 +53,16 @@ from ._pending import may_ask
 from ._response_store import ResponseStore, StoredResponse
 from ._responses import parse_responses, renamed
 from ._responses_out import ClientCall, Rendered, ResponseShape
-from ._run import OUTCOME_HEADER, SESSION_HEADER, Refusal, Run, RunInput, error_response
+from ._run import (
+    OUTCOME_HEADER,
+    SESSION_HEADER,
+    Refusal,
+    Run,
+    RunInput,
+    detached,
+    error_response,
+    waits,
+)
 from ._session_limits import SessionLimits
 from ._wire import Limits
 
@@ -286,8 +295,8 @@ class ResponsesRoutes:
 
     async def _whole(self, run: Run, shape: ResponseShape, kid: str, keep: bool) -> Response:
         result = await run.result()
-        waits = Run.waits(result.outcome)
-        headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(run, keep or waits)}
+        goes_on = waits(result.outcome)
+        headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(run, keep or goes_on)}
         text, _, failure = run.answer(result)
         if failure is not None:
             return error_response(failure, headers)
@@ -302,7 +311,7 @@ class ResponsesRoutes:
     async def _streamed(self, run: Run, shape: ResponseShape, kid: str, keep: bool) -> Response:
         stream, first = await run.opened()
         return StreamingResponse(
-            Run.detached(self._events(run, shape, stream, first, kid, keep)),
+            detached(self._events(run, shape, stream, first, kid, keep)),
             media_type="text/event-stream",
             headers=self._headers(run, keep or run.made),
         )
@@ -367,7 +376,7 @@ class ResponsesRoutes:
                     yield out + self._delta(shape, text)
                 elif isinstance(event, RunFinished):
                     result = event.result
-                    kept = Run.waits(result.outcome)
+                    kept = waits(result.outcome)
                     ending, body = self._end(run, shape, result, "".join(sent), opened)
                     length = len(result.transcript)
                 event = await anext(stream, None)
@@ -375,6 +384,7 @@ class ResponsesRoutes:
             # is stored next, and only then the client hears the end
             if not kept:
                 await run.forget()
+            await run.keep(kept or not run.made)
             if keep and body is not None and body.get("status") != "failed":
                 await self._keep(kid, shape, body, run, length)
             yield ending

@@ -38,7 +38,16 @@ from ._handed import Handout
 from ._pending import described, notice, waiting
 from ._wire import chunk, completion, new_id, sse
 
-__all__ = ["OUTCOME_HEADER", "SESSION_HEADER", "Run", "RunInput", "added", "error_response"]
+__all__ = [
+    "OUTCOME_HEADER",
+    "SESSION_HEADER",
+    "Run",
+    "RunInput",
+    "added",
+    "detached",
+    "error_response",
+    "waits",
+]
 
 log = logging.getLogger("seamkit.serve")
 
@@ -104,6 +113,8 @@ class Run:
     output: seamkit.Output[object] | None = None
     tools: tuple[seamkit.ToolSpec, ...] = ()
     handout: Handout | None = None
+    gone: bool = False
+    """The session the server made for this run was deleted (`forget`)."""
     kept: Callable[[str], Awaitable[None]] | None = None
     """Told the store's name of the session once a run kept it (a
     conversation the server made: `seamkit_serve._made.Conversations.touch`)."""
@@ -144,7 +155,7 @@ class Run:
 
         return input
 
-    def _refusal(self, exc: Exception) -> ApiError | None:
+    def refusal(self, exc: Exception) -> ApiError | None:
         """The answer to a run refused before it started, if ``exc`` is one."""
         if isinstance(exc, ApiError):
             return exc
@@ -175,16 +186,16 @@ class Run:
     def _headers(self, kept: bool) -> dict[str, str]:
         return {SESSION_HEADER: self.shown} if self.shown and kept else {}
 
-    async def _keep(self, kept: bool) -> None:
+    async def keep(self, kept: bool) -> None:
         """Tell `kept` that the run kept its session."""
-        if kept and self.kept is not None and self.session is not None:
+        if kept and not self.gone and self.kept is not None and self.session is not None:
             await self.kept(self.session)
 
-    async def _forget(self) -> None:
+    async def forget(self) -> None:
         """Delete the session the server made for this run (once)."""
-        if not (self.made and self.session and self.store):
+        if not (self.made and self.session and self.store) or self.gone:
             return
-        self.made = False
+        self.gone = True
         try:
             await self.store.delete(self.session)
         except seamkit.SeamkitError as exc:
@@ -195,20 +206,11 @@ class Run:
     async def whole(self) -> Response:
         """The answer as one ``chat.completion``."""
         try:
-            with continue_trace(self.trace):
-                result = await self.agent.run(self._input(), **self._options())
-        except Exception as exc:
-            await self._forget()
-            refusal = self._refusal(exc)
-            if refusal is None:
-                raise
+            result = await self.result()
+        except ApiError as refusal:
             return error_response(refusal, self._headers(not self.made))
-        waits = _waits(result.outcome)
-        kept = waits or not self.made
-        if not waits:
-            await self._forget()  # gone before the answer: a client never finds it
-        await self._keep(kept)
-        text, finish, failure = self._answer(result)
+        kept = waits(result.outcome) or not self.made
+        text, finish, failure = self.answer(result)
         headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(kept)}
         if failure is not None:
             return error_response(failure, headers)
@@ -218,8 +220,8 @@ class Run:
             text,
             finish,
             result.usage,
-            self._extra(result),
-            self._handed(result.outcome),
+            self.pending(result),
+            self.handed(result),
         )
         return JSONResponse(body, headers=headers)
 
@@ -228,18 +230,9 @@ class Run:
     async def streamed(self) -> Response:
         """The answer as server-sent events; an error answer when the run is
         refused before its first event."""
-        stream = self.agent.stream(self._input(), **self._options())
         try:
-            # the agent's stream starts its run at the first event, in the
-            # context of the moment: the caller's trace context, then
-            with continue_trace(self.trace):
-                first = await anext(stream, None)
-        except Exception as exc:
-            await _close(stream)
-            await self._forget()
-            refusal = self._refusal(exc)
-            if refusal is None:
-                raise
+            stream, first = await self.opened()
+        except ApiError as refusal:
             if refusal.code == _UNREADABLE:  # the server's failure: said as a stream's
                 return StreamingResponse(
                     iter([sse(refusal.body()) + _DONE]),
@@ -248,7 +241,7 @@ class Run:
                 )
             return error_response(refusal, self._headers(not self.made))
         return StreamingResponse(
-            _detached(self._events(stream, first)),
+            detached(self._events(stream, first)),
             media_type="text/event-stream",
             headers=self._headers(True),  # the outcome is not known yet
         )
@@ -278,7 +271,7 @@ class Run:
                     yield pending + sse(chunk(self.id, self.model, {"content": text}))
                     pending = b""
                 elif isinstance(event, RunFinished):
-                    kept = _waits(event.result.outcome)
+                    kept = waits(event.result.outcome)
                     ending = pending + self._end(event.result, "".join(sent_text))
                     pending = b""
                 event = await anext(stream, None)
@@ -287,42 +280,42 @@ class Run:
             # (and never the session the server made for a run that did not
             # suspend)
             if not kept:
-                await self._forget()
-            await self._keep(kept or not self.made)
+                await self.forget()
+            await self.keep(kept or not self.made)
             yield ending
         except Exception as exc:
-            refusal = self._refusal(exc)
+            refusal = self.refusal(exc)
             if refusal is None:
                 raise
             yield pending + sse(refusal.body()) + _DONE
         finally:
             await _close(stream)  # a client that went away cancels the run
             if not kept:
-                await self._forget()
+                await self.forget()
 
     def _end(self, result: seamkit.RunResult, so_far: str) -> bytes:
         """The last events: what the stream has not said yet (a terminal
         tool's result, what waits for approval), the finish (with
         ``seamkit`` when the run suspended), the usage if asked for,
         ``[DONE]``; or the error of a run that failed."""
-        full, finish, failure = self._answer(result)
+        full, finish, failure = self.answer(result)
         if failure is not None:
             return sse(failure.body()) + _DONE
         out = b""
         if full.startswith(so_far) and full != so_far:
             out += sse(chunk(self.id, self.model, {"content": full[len(so_far) :]}))
-        calls = self._handed(result.outcome)
+        calls = self.handed(result)
         if calls:
             indexed = [{"index": i, **call} for i, call in enumerate(calls)]
             out += sse(chunk(self.id, self.model, {"tool_calls": indexed}))
-        out += sse(chunk(self.id, self.model, {}, finish, extra=self._extra(result)))
+        out += sse(chunk(self.id, self.model, {}, finish, extra=self.pending(result)))
         if self.include_usage:
             out += sse(chunk(self.id, self.model, None, used=result.usage))
         return out + _DONE
 
     # --- the answer -------------------------------------------------------------
 
-    def _answer(self, result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
+    def answer(self, result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
         """The reply text, the finish reason, or the error a run's outcome gives."""
         outcome = result.outcome
         if isinstance(outcome, seamkit.Failed):
@@ -345,13 +338,15 @@ class Run:
             text = f"{text}{SEPARATOR}{said}" if text else said
         return text, _finish(outcome), None
 
-    def _handed(self, outcome: seamkit.Outcome) -> list[dict[str, object]] | None:
-        """The ``tool_calls`` of a deferred run's answer."""
+    def handed(self, result: seamkit.RunResult) -> list[dict[str, object]] | None:
+        """The ``tool_calls`` of a deferred run's answer, with the ids issued
+        for its calls."""
+        outcome = result.outcome
         if not isinstance(outcome, seamkit.Deferred) or self.handout is None:
             return None
         return self.handout.tool_calls(outcome.calls, self.shown or "", time.time())
 
-    def _extra(self, result: seamkit.RunResult) -> dict[str, object] | None:
+    def pending(self, result: seamkit.RunResult) -> dict[str, object] | None:
         """The ``seamkit`` field of a suspended run's answer."""
         outcome = result.outcome
         if not isinstance(outcome, seamkit.Suspended):
@@ -362,72 +357,46 @@ class Run:
             "pending": described(waiting(outcome.pending), self.agent.redactor),
         }
 
-    # --- for another wire format (the Responses API) -----------------------------
+    # --- the run (also for another wire format: the Responses API) -----------------
 
     async def result(self) -> seamkit.RunResult:
-        """The run's result, for a caller that writes its own answer: a run
-        refused before it started raises its `ApiError`; the session the
-        server made is gone unless the run goes on later (`waits`)."""
+        """The run's result (what `whole` answers with; a caller that writes
+        its own answer calls it too): a run refused before it started raises
+        its `ApiError`; the session the server made is gone unless the run
+        goes on later (`waits`), and a kept one is told to `kept`."""
         try:
             with continue_trace(self.trace):
                 result = await self.agent.run(self._input(), **self._options())
         except Exception as exc:
-            await self._forget()
-            refusal = self._refusal(exc)
+            await self.forget()
+            refusal = self.refusal(exc)
             if refusal is None:
                 raise
             raise refusal from None
-        if not _waits(result.outcome):
-            await self._forget()
+        if not waits(result.outcome):
+            await self.forget()  # gone before the answer: a client never finds it
+        await self.keep(waits(result.outcome) or not self.made)
         return result
 
     async def opened(self) -> tuple[AsyncIterator[Event], Event | None]:
-        """The run's event stream and its first event, for a caller that
-        writes its own stream; a run refused before its first event raises
-        its `ApiError`. The caller closes the stream and `forget`s."""
+        """The run's event stream and its first event (what `streamed`
+        writes; a caller that writes its own stream calls it too); a run
+        refused before its first event raises its `ApiError`. The caller
+        closes the stream, `forget`s and `keep`s."""
         stream = self.agent.stream(self._input(), **self._options())
         try:
+            # the agent's stream starts its run at the first event, in the
+            # context of the moment: the caller's trace context, then
             with continue_trace(self.trace):
                 first = await anext(stream, None)
         except Exception as exc:
             await _close(stream)
-            await self._forget()
-            refusal = self._refusal(exc)
+            await self.forget()
+            refusal = self.refusal(exc)
             if refusal is None:
                 raise
             raise refusal from None
         return stream, first
-
-    def refusal(self, exc: Exception) -> ApiError | None:
-        """The answer to ``exc``, if it refuses the run (else ``None``)."""
-        return self._refusal(exc)
-
-    async def forget(self) -> None:
-        """Delete the session the server made for this run (once)."""
-        await self._forget()
-
-    def answer(self, result: seamkit.RunResult) -> tuple[str, str, ApiError | None]:
-        """The reply text, the chat finish reason, or the error of a run that failed."""
-        return self._answer(result)
-
-    def pending(self, result: seamkit.RunResult) -> dict[str, object] | None:
-        """What a suspended run waits for (``outcome``, ``session``, ``pending``)."""
-        return self._extra(result)
-
-    def handed(self, result: seamkit.RunResult) -> list[dict[str, object]] | None:
-        """A deferred run's calls as chat ``tool_calls``, with the ids issued for them."""
-        return self._handed(result.outcome)
-
-    @staticmethod
-    def waits(outcome: seamkit.Outcome) -> bool:
-        """Whether a run that ended so goes on later (its session is kept)."""
-        return _waits(outcome)
-
-    @staticmethod
-    def detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """``body`` made in a task of its own, which a client that goes away
-        cancels once (`_detached`)."""
-        return _detached(body)
 
 
 GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
@@ -435,7 +404,7 @@ GUARDED = frozenset({"on_request_start", "on_text_delta", "on_post_tool_use"})
 user wrote, what the model wrote, or what a tool returned."""
 
 
-def _waits(outcome: seamkit.Outcome) -> bool:
+def waits(outcome: seamkit.Outcome) -> bool:
     """Whether a run that ended so goes on later (its session is kept)."""
     return isinstance(outcome, seamkit.Suspended | seamkit.Deferred)
 
@@ -476,7 +445,7 @@ _PUMPS: set[asyncio.Task[None]] = set()
 """The tasks that make streamed answers."""
 
 
-async def _detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+async def detached(body: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
     """``body``'s pieces, made in a task of their own, which a client that
     goes away cancels once.
 

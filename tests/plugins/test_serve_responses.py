@@ -9,7 +9,9 @@ port, called with the official ``openai`` client.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import seamkit
 from hypothesis import given, strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import BaseModel, TypeAdapter
@@ -492,3 +495,91 @@ def test_a_forged_call_id_is_a_400_naming_it(tools_app: Served) -> None:
         )
     assert forged in caught.value.message
     assert caught.value.code == "unknown_tool_call"
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_the_conversation_goes_on_after_a_round_trip(tools_app: Served, store: bool) -> None:
+    """The turn after the round trip, the whole conversation resent (the
+    Agents SDK's way): it goes on in the session the ids name."""
+    client = tools_app.client()
+    asked: list[Any] = [{"role": "user", "content": "A1 and Oslo?"}]
+    first = client.responses.create(model="client", input=asked, tools=[WEATHER], store=store)  # type: ignore[list-item]
+    [call] = [item for item in first.output if item.type == "function_call"]
+    conversation = [
+        *asked,
+        *(item.model_dump(exclude_none=True) for item in first.output),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"},
+    ]
+    done = client.responses.create(
+        model="client",
+        input=conversation,
+        tools=[WEATHER],
+        store=store,  # type: ignore[list-item]
+    )
+    third = client.responses.create(
+        model="client",
+        input=[
+            *conversation,
+            *(item.model_dump(exclude_none=True) for item in done.output),
+            {"role": "user", "content": "and tomorrow?"},
+        ],
+        tools=[WEATHER],  # type: ignore[list-item]
+        store=store,
+    )
+    assert third.status == "completed"
+
+
+def test_a_conversation_without_store_is_swept_when_idle(tools_app: Served) -> None:
+    """store: false with tools: the server-made session has its expiry record."""
+    from seamkit_serve._config import key_id  # the store's name for a key's sessions
+    from seamkit_serve._handed import CallIds  # what a handed-out id says
+
+    first = tools_app.client().responses.create(
+        model="client",
+        input="A1 and Oslo?",
+        tools=[WEATHER],
+        store=False,  # type: ignore[list-item]
+    )
+    [call] = [item for item in first.output if item.type == "function_call"]
+    handed = CallIds.decode(call.call_id)
+    assert handed is not None
+    name = f"{key_id(KEY_A)}/run-{handed.nonce.hex()}"
+    names = asyncio.run(seamkit.SQLiteSessionStore(tools_app.store).list())
+    assert name in names and f"{name}/expires" in names
+
+
+def test_a_failed_response_is_kept_and_the_conversation_goes_on_from_it(tmp_path: Any) -> None:
+    served = Served("fails", tmp_path, env={"SERVE_COUNT_FILE": str(tmp_path / "acted.txt")})
+    try:
+        client = served.client()
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.responses.create(model="fails", input="hi")
+        [failed_id] = re.findall(r"resp_[0-9a-f]+", caught.value.message)
+        kept = client.responses.retrieve(failed_id)
+        assert kept.status == "failed" and kept.error is not None
+        assert kept.error.code == "server_error"
+        with pytest.raises(openai.InternalServerError):  # it fails again, but is no 409
+            client.responses.create(model="fails", input="again", previous_response_id=failed_id)
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"role": ["user"], "content": "x"},
+        {"type": "message", "role": {}, "content": "x"},
+        {"role": "user", "content": [{"type": ["input_text"], "text": "x"}]},
+    ],
+)
+def test_a_malformed_item_is_a_400(chat: Served, item: dict[str, Any]) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        chat.client().responses.create(model="chat", input=[item])
+    assert str(caught.value.body["param"]).startswith("input[0]")  # type: ignore[index]
+
+
+def test_text_beyond_ascii_counts_as_the_client_sent_it(chat: Served) -> None:
+    """6,000 'é' are 12 kB in the body (under max_body_bytes 20000), not the
+    36 kB of their escaped form."""
+    answer = chat.client().responses.create(model="chat", input="é" * 6000)
+    assert answer.status == "completed"

@@ -97,7 +97,7 @@ def _text(content: object, where: str, kinds: frozenset[str]) -> str:
     texts = []
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-        if not isinstance(part, dict) or kind not in kinds:
+        if not isinstance(part, dict) or not isinstance(kind, str) or kind not in kinds:
             raise _bad(
                 f"{where}.content[{i}] is a {kind!r} part; this app takes "
                 f"{' and '.join(sorted(kinds))} parts only",
@@ -133,7 +133,7 @@ def _messages(raw: object) -> list[dict[str, Any]]:
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
-            if role not in _INPUT_ROLES:
+            if not isinstance(role, str) or role not in _INPUT_ROLES:
                 raise _bad(
                     f"{where}.role is {role!r}; use one of: user, system, developer, assistant",
                     f"{where}.role",
@@ -276,7 +276,8 @@ def parse_responses(raw: bytes, app_name: str, limits: Limits) -> ResponsesReque
     chat["tools"] = _tools(body.get("tools"))
     chat["tool_choice"] = _tool_choice(body.get("tool_choice"))
     try:
-        parsed = parse_request(json.dumps(chat).encode(), app_name, limits)
+        # (as the client wrote it, not escaped: the body limit sees its size)
+        parsed = parse_request(json.dumps(chat, ensure_ascii=False).encode(), app_name, limits)
     except ApiError as exc:
         raise renamed(exc) from None
     echo: dict[str, object] = {

@@ -230,12 +230,13 @@ class ResponsesRoutes:
                 shown = None
                 if chat.tools or may_ask(agent):
                     shown, made = made_session(secrets.token_bytes(12)), True
+                    ours = bool(chat.tools)
         else:
             if keep:
                 if shown is None:
-                    # a new session of the server's, or, for a request that
-                    # answers calls handed out, the one their ids name
-                    nonce = answering(sent) if sent[-1].role == "tool" else None
+                    # a new session of the server's, or, for a conversation
+                    # that holds calls handed out, the one their ids name
+                    nonce = answering(sent)
                     shown = made_session(nonce or secrets.token_bytes(12))
             elif shown is not None:
                 raise ApiError(
@@ -299,6 +300,16 @@ class ResponsesRoutes:
         headers = {OUTCOME_HEADER: result.outcome.kind, **self._headers(run, keep or goes_on)}
         text, _, failure = run.answer(result)
         if failure is not None:
+            if keep:  # kept failed: the conversation goes on from it
+                body = shape.body(_failed(failure, result))
+                await self._keep(kid, shape, body, run, len(result.transcript))
+                failure = ApiError(
+                    failure.status,
+                    f"{failure.message} (response {shape.id}, kept with status failed: "
+                    f"continue from it with {_PREVIOUS})",
+                    type="server_error",
+                    code=failure.code,
+                )
             return error_response(failure, headers)
         rendered = ResponseShape.outcome(result, text, run.pending(result), run.handed(result))
         body = shape.body(rendered)
@@ -385,7 +396,7 @@ class ResponsesRoutes:
             if not kept:
                 await run.forget()
             await run.keep(kept or not run.made)
-            if keep and body is not None and body.get("status") != "failed":
+            if keep and body is not None:  # a failed one too: the conversation goes on from it
                 await self._keep(kid, shape, body, run, length)
             yield ending
         except Exception as exc:
@@ -411,9 +422,7 @@ class ResponsesRoutes:
         """The last events and the finished response object."""
         text, _, failure = run.answer(result)
         if failure is not None:
-            error = {"code": failure.code or "server_error", "message": failure.message}
-            failed = Rendered("failed", None, "", (), result.usage, error)
-            body = shape.body(failed)
+            body = shape.body(_failed(failure, result))
             return shape.event("response.failed", response=body), body
         rendered = ResponseShape.outcome(result, text, run.pending(result), run.handed(result))
         out = b""
@@ -462,3 +471,11 @@ class ResponsesRoutes:
                 "response.output_item.done", output_index=index, item=shape.call(call)
             )
         return out
+
+
+def _failed(failure: ApiError, result: seamkit.RunResult) -> Rendered:
+    """A failed run as a response says it: ``server_error`` (the code the
+    SDKs' types know) and the message."""
+    return Rendered(
+        "failed", None, "", (), result.usage, {"code": "server_error", "message": failure.message}
+    )

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import seamkit
 from starlette.responses import Response, StreamingResponse
 
+from ._background import Background
 from ._error import ApiError
 
 __all__ = ["IDEMPOTENCY_HEADER", "REPLAYED_HEADER", "Idempotency", "fingerprint"]
@@ -124,8 +125,7 @@ class Idempotency:
     def __init__(self, store: seamkit.SessionStore | None, seconds: float) -> None:
         self.store = store
         self.seconds = seconds
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._swept_at = time.monotonic()
+        self._background = Background(min(seconds, _SWEEP_SECONDS))
 
     @staticmethod
     def key(given: str | None) -> str | None:
@@ -148,9 +148,7 @@ class Idempotency:
             return await produce()
         name = f"{kid}/idem/{hashlib.sha256(key.encode()).hexdigest()[:32]}"
         recording = _Recording()
-        task = asyncio.create_task(self._keep(name, digest, produce, recording))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.start(self._keep(name, digest, produce, recording))
         await asyncio.shield(recording.head)
         if not recording.streamed:
             await recording.done.wait()
@@ -189,7 +187,7 @@ class Idempotency:
                 ran = recording.status == 200 or "x-seamkit-outcome" in recording.headers
                 if ran:
                     await store.save(name, (), {_STATE_KEY: self._record(digest, recording)})
-                    self._maybe_sweep()
+                    self._background.now_and_then(self._sweep)
         except seamkit.SessionBusy:
             _fail(
                 recording,
@@ -207,16 +205,6 @@ class Idempotency:
         finally:
             recording.done.set()
             recording.grew.set()
-
-    def _maybe_sweep(self) -> None:
-        """Start a sweep of expired records when none ran for a while."""
-        now = time.monotonic()
-        if now - self._swept_at < min(self.seconds, _SWEEP_SECONDS):
-            return
-        self._swept_at = now
-        task = asyncio.create_task(self._sweep())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _sweep(self) -> None:
         """Delete the records that expired (of every API key; a record in use

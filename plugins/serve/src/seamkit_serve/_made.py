@@ -14,12 +14,12 @@ session's expiry beside it (`touch`), and a sweep deletes the expired ones
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
 
 import seamkit
+
+from ._background import Background
 
 __all__ = ["Conversations"]
 
@@ -30,14 +30,13 @@ _SWEEP_SECONDS = 300.0
 """At most one sweep in this many seconds (or in the time-to-live, when shorter)."""
 
 
-@dataclass(slots=True)
 class Conversations:
     """When each server-made conversation expires, in ``store``."""
 
-    store: seamkit.SessionStore | None
-    ttl: float
-    _swept_at: float = float("-inf")
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    def __init__(self, store: seamkit.SessionStore | None, ttl: float) -> None:
+        self.store = store
+        self.ttl = ttl
+        self._background = Background(min(ttl, _SWEEP_SECONDS), at_once=True)
 
     async def touch(self, session: str) -> None:
         """``session`` (the store's name) was used: it lives ``ttl`` more
@@ -48,16 +47,7 @@ class Conversations:
             await self.store.save(session + _SUFFIX, (), {"expires": time.time() + self.ttl})
         except seamkit.SeamkitError as exc:
             log.warning("could not note when a conversation expires: %s", exc.message)
-        self._maybe_sweep()
-
-    def _maybe_sweep(self) -> None:
-        now = time.monotonic()
-        if now - self._swept_at < min(self.ttl, _SWEEP_SECONDS):
-            return
-        self._swept_at = now
-        task = asyncio.create_task(self._sweep())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._background.now_and_then(self._sweep)
 
     async def _sweep(self) -> None:
         """Delete the conversations that expired (of every API key), and

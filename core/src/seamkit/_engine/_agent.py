@@ -548,25 +548,14 @@ class Agent:
         state = self._state if options.state is None else options.state
         key = state_key(self.settings.state_key)
         resume: Resume | None = None
+        messages: Input = ()
         if callable(input):
             input = input(())
         if isinstance(input, ClientResults):
             resume = self._resume(history, (), ())
             names = (t.name for t in options.client_tools)
             resume.results = client_results(input, resume.calls, names, None)
-            run = await self._start(
-                (),
-                context,
-                resume.transcript,
-                streaming,
-                stream,
-                None,
-                state,
-                options.defaults,
-                resume=resume,
-                output=options.output,
-                client_tools=options.client_tools,
-            )
+            history = resume.transcript
         elif isinstance(input, Decisions) or options.suspended is not None:
             if options.suspended is None or not isinstance(input, Decisions | None):
                 raise ResumeError(
@@ -583,37 +572,27 @@ class Agent:
             state = dict(sealed.state)
             resume = self._resume(sealed.transcript, (), pending)
             context = action_context
-            run = await self._start(
-                (),
-                context,
-                [*resume.transcript, *history],
-                streaming,
-                stream,
-                None,
-                state,
-                options.defaults,
-                resume=resume,
-                output=options.output,
-                client_tools=options.client_tools,
+            history = [*resume.transcript, *history]
+        elif input is None:
+            raise ResumeError(
+                "no input and nothing to continue: a run without a session continues "
+                "only a suspended state (run(Decisions(...), suspended=...))",
             )
         else:
-            if input is None:
-                raise ResumeError(
-                    "no input and nothing to continue: a run without a session continues "
-                    "only a suspended state (run(Decisions(...), suspended=...))",
-                )
-            run = await self._start(
-                input,
-                context,
-                history,
-                streaming,
-                stream,
-                None,
-                state,
-                options.defaults,
-                output=options.output,
-                client_tools=options.client_tools,
-            )
+            messages = input
+        run = await self._start(
+            messages,
+            context,
+            history,
+            streaming,
+            stream,
+            None,
+            state,
+            options.defaults,
+            resume=resume,
+            output=options.output,
+            client_tools=options.client_tools,
+        )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):
             result = self._sealed(run, result, key)

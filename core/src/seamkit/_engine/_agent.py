@@ -43,6 +43,7 @@ from .._types import Cancelled, Diagnostic, Message, Model, RunResult, Suspended
 from ..stream import STREAMED, Event, ObservedEvent
 from ._dispatch import Dispatcher, Observer
 from ._drive import Emit, RunPlan, RunState, drive
+from ._executor import RunExecutor
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._parts import (
@@ -108,6 +109,7 @@ class _RunOptions:
     suspended: str | None = None
     output: OutputDeclaration | None = None
     client_tools: Sequence[ToolSpec] = ()
+    executor: RunExecutor | None = None
 
 
 class Agent:
@@ -356,6 +358,7 @@ class Agent:
         journal: RunJournal | None = None,
         output: OutputDeclaration | None = None,
         client_tools: Sequence[ToolSpec] = (),
+        executor: RunExecutor | None = None,
     ) -> RunState:
         notes = await self.refresh_tools()
         plan = self._plan
@@ -367,11 +370,12 @@ class Agent:
         client = client_specs(client_tools, plan.tools, reserved) if client_tools else ()
         action_context = _action_context(context)
         ctx = HookContext(
+            run_id=None if executor is None else executor.new_id(),
             agent_name=self.name,
             is_streaming=streaming,
             action_context=action_context,
             tools=plan.tools,
-            clock=self.clock,
+            clock=self.clock if executor is None else executor.now,
             session_state=state,
             redactor=self.redactor,
             sections=self._sections,
@@ -385,7 +389,17 @@ class Agent:
             journal = None  # nothing it could run twice: nothing to journal
         emit = _emitter(ctx, stream, plan.dispatcher.observers)
         return RunState(
-            plan, ctx, messages, emit, session, defaults, journal, resume, structured, client
+            plan,
+            ctx,
+            messages,
+            emit,
+            session,
+            defaults,
+            journal,
+            resume,
+            structured,
+            client,
+            executor,
         )
 
     async def _execute(
@@ -456,6 +470,7 @@ class Agent:
                 journal=journal,
                 output=options.output,
                 client_tools=client_tools,
+                executor=options.executor,
             )
             try:
                 result = await drive(run)
@@ -592,6 +607,7 @@ class Agent:
             resume=resume,
             output=options.output,
             client_tools=options.client_tools,
+            executor=options.executor,
         )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):
@@ -635,6 +651,7 @@ class Agent:
         suspended: str | None = None,
         output: OutputDeclaration | None = None,
         client_tools: Sequence[ToolSpec] = (),
+        executor: RunExecutor | None = None,
     ) -> RunResult:
         """Run one request to the end and return its `RunResult`.
 
@@ -675,9 +692,23 @@ class Agent:
         result})`` as ``input`` and the same ``client_tools`` (and the
         session, or ``history=result.transcript`` without one): each result
         passes ``on_post_tool_use`` before the model sees it.
+
+        ``executor`` (spike, issue 32; not public yet) is where the run reads
+        the time, makes ids, asks the model and runs tool bodies (the
+        ``RunExecutor`` protocol of ``seamkit._engine._executor``); by default
+        the agent's clock, ``uuid4`` and direct calls.
         """
         options = _RunOptions(
-            context, history, session, store, defaults, state, suspended, output, client_tools
+            context,
+            history,
+            session,
+            store,
+            defaults,
+            state,
+            suspended,
+            output,
+            client_tools,
+            executor,
         )
         return await self._execute(input, options, False, None)
 

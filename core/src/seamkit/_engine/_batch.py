@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +51,7 @@ from ..stream import (
     ToolOutputDelta,
 )
 from ._dispatch import Dispatched
+from ._executor import DirectExecutor, RunExecutor
 from ._journaling import RunJournal, plain_arguments, stopped_outcome
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._resume import Record, Resume
@@ -120,6 +120,7 @@ class Batch:
         "deferred",
         "dispatch",
         "emit",
+        "executor",
         "held",
         "interrupt",
         "journal",
@@ -142,8 +143,10 @@ class Batch:
         resume: Resume | None = None,
         client: frozenset[str] = frozenset(),
         deferred: list[ToolCall] | None = None,
+        executor: RunExecutor | None = None,
     ) -> None:
         self.ctx = ctx
+        self.executor: RunExecutor = executor if executor is not None else DirectExecutor(ctx.now)
         self.tools = tools
         self.dispatch = dispatch  # skips events without hooks; reports HookFired
         self.emit = emit
@@ -259,20 +262,22 @@ class Batch:
             # Journaled, durably, before the body runs: after a crash the
             # call is known to have started, and re-run (idempotent) only
             # with this key.
-            key = record.key if record is not None and record.started else uuid.uuid4().hex
+            key = record.key if record is not None and record.started else self.executor.new_id()
             attempt = len(record.started) + 1 if record is not None else 1
             digest = digest or arguments_digest(call.name, call.arguments)
             await journal.started(call, digest, key, attempt)
             info = CallInfo(call.id, key, attempt, tool.name)
         ended: Ended | None = None
         if self.emit is None:  # the hot path: nobody watches, no coroutine more
-            result = await tool.invoke(
+            result = await self.executor.invoke(
+                tool,
                 values,
+                call,
                 self.ctx.action_context,
-                call_id=call.id,
                 secrets=secrets,
                 agent=self.agent,
                 redactor=self.ctx.redactor,
+                on_chunk=None,
                 call_info=info,
             )
         else:
@@ -381,10 +386,11 @@ class Batch:
         )
         started = time.perf_counter()
         try:
-            result = await tool.invoke(
+            result = await self.executor.invoke(
+                tool,
                 values,
+                call,
                 self.ctx.action_context,
-                call_id=call.id,
                 secrets=secrets,
                 agent=self.agent,
                 redactor=self.ctx.redactor,
@@ -571,6 +577,7 @@ async def run_batch(
     resume: Resume | None = None,
     client: frozenset[str] = frozenset(),
     deferred: list[ToolCall] | None = None,
+    executor: RunExecutor | None = None,
 ) -> Stop | None:
     """Settle the calls of a turn into ``settled`` (in the order they settle:
     sort by ``call.index`` to commit) and those that wait for approval into
@@ -581,7 +588,18 @@ async def run_batch(
     of a continued run's calls (and the client's results); calls to a
     ``client`` tool without a result go into ``deferred``, unrun."""
     batch = Batch(
-        ctx, tools, dispatch, emit, agent, settled, held, journal, resume, client, deferred
+        ctx,
+        tools,
+        dispatch,
+        emit,
+        agent,
+        settled,
+        held,
+        journal,
+        resume,
+        client,
+        deferred,
+        executor,
     )
     if concurrency <= 1 or len(calls) <= 1:
         for call in calls:

@@ -44,7 +44,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -100,6 +99,7 @@ from ..stream import (
 )
 from ._batch import Settled, Stop, run_batch
 from ._dispatch import NOTHING, Dispatched, Dispatcher
+from ._executor import DirectExecutor, RunExecutor
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
 from ._release import TextRelease, TextStopped
@@ -145,6 +145,7 @@ class RunState:
         "defaults",
         "deferred",
         "emit",
+        "executor",
         "held",
         "invalid",
         "journal",
@@ -173,8 +174,14 @@ class RunState:
         resume: Resume | None = None,
         structured: Structured | None = None,
         client: tuple[ToolSpec, ...] = (),
+        executor: RunExecutor | None = None,
     ) -> None:
         self.plan = plan
+        self.executor: RunExecutor = (
+            executor if executor is not None else DirectExecutor(plan.clock)
+        )
+        """Where the run reads the time, makes ids, asks the model and runs
+        tool bodies (`seamkit._engine._executor`)."""
         self.defaults = defaults
         self.ctx = ctx
         self.emit = emit
@@ -539,6 +546,7 @@ async def _batch(run: RunState, calls: list[ToolCall], resume: Resume | None = N
         agent=run.plan.agent,
         journal=run.journal,
         resume=resume,
+        executor=run.executor,
         client=frozenset(spec.name for spec in run.client),
         deferred=run.deferred,
     )
@@ -716,7 +724,7 @@ def _accept(run: RunState, turn: object) -> ModelTurn:
             seen.add(call.id)
             fixed.append(call)
             continue
-        fresh = _fresh_id(taken)
+        fresh = _fresh_id(taken, run.executor)
         taken.add(fresh)
         fixed.append(call.model_copy(update={"id": fresh}))
         why = f"the id {call.id!r} of an earlier call" if call.id else "no id"
@@ -730,11 +738,11 @@ def _accept(run: RunState, turn: object) -> ModelTurn:
     return turn.model_copy(update={"message": fixed_message})
 
 
-def _fresh_id(taken: set[str]) -> str:
+def _fresh_id(taken: set[str], executor: RunExecutor) -> str:
     """A tool-call id no call of the turn has: ``call_`` and 24 random hex
     digits (29 characters; providers accept up to 40)."""
     while True:
-        fresh = f"call_{uuid.uuid4().hex[:24]}"
+        fresh = f"call_{executor.new_id()[:24]}"
         if fresh not in taken:
             return fresh
 
@@ -759,7 +767,7 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
     if structured is not None:
         structured.begin_turn()
     if emit is None:
-        turn: ModelTurn = await model.complete(request)
+        turn: ModelTurn = await run.executor.complete(model, request)
         if release is None or not isinstance(turn, ModelTurn):
             return turn
         return await release.turn(turn, None)
@@ -770,7 +778,7 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
     try:
         streamed: str | None = None
         if not run.ctx.is_streaming:  # observed, not streamed: the same call as unobserved
-            final = await model.complete(request)
+            final = await run.executor.complete(model, request)
         else:
             streamed = ""
             items = model.stream(request)

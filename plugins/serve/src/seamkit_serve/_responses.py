@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._error import ApiError
-from ._wire import ChatRequest, Limits, json_object, parse_request
+from ._wire import ChatRequest, Limits, json_object, parse_request, text_of
 
 __all__ = ["REFUSED", "ResponsesRequest", "parse_responses", "renamed"]
 
@@ -87,29 +87,6 @@ def _bad(message: str, param: str | None = None, code: str | None = None) -> Api
     return ApiError(400, message, param=param, code=code)
 
 
-def _text(content: object, where: str, kinds: frozenset[str]) -> str:
-    """The text of an input message's ``content``: a string, or a list of
-    parts of ``kinds`` (input_text, output_text)."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise _bad(f"{where}.content must be a string or a list of text parts", f"{where}.content")
-    texts = []
-    for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-        if not isinstance(part, dict) or not isinstance(kind, str) or kind not in kinds:
-            raise _bad(
-                f"{where}.content[{i}] is a {kind!r} part; this app takes "
-                f"{' and '.join(sorted(kinds))} parts only",
-                f"{where}.content",
-            )
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
-        texts.append(text)
-    return "".join(texts)
-
-
 def _string(item: dict[str, Any], key: str, where: str) -> str:
     value = item.get(key)
     if not isinstance(value, str) or not value:
@@ -139,7 +116,7 @@ def _messages(raw: object) -> list[dict[str, Any]]:
                     f"{where}.role",
                 )
             kinds = frozenset({"output_text"} if role == "assistant" else {"input_text"})
-            out.append({"role": role, "content": _text(item.get("content"), where, kinds)})
+            out.append({"role": role, "content": text_of(item.get("content"), where, kinds)})
         elif kind == "function_call":
             arguments = item.get("arguments") or "{}"
             if not isinstance(arguments, str):
@@ -156,7 +133,7 @@ def _messages(raw: object) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call]})
         elif kind == "function_call_output":
             output = item.get("output")
-            text = _text(output, where, frozenset({"input_text"}))
+            text = text_of(output, where, frozenset({"input_text"}))
             out.append(
                 {"role": "tool", "tool_call_id": _string(item, "call_id", where), "content": text}
             )

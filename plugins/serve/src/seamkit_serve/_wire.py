@@ -46,6 +46,7 @@ __all__ = [
     "new_id",
     "parse_request",
     "sse",
+    "text_of",
     "usage",
 ]
 
@@ -127,24 +128,29 @@ def _bad(message: str, param: str | None = None, code: str | None = None) -> Api
     return ApiError(400, message, param=param, code=code)
 
 
-def _text(content: object, where: str) -> str:
+def text_of(content: object, where: str, kinds: frozenset[str] = frozenset({"text"})) -> str:
+    """The text of a message's ``content`` (``where`` names the message):
+    a string, or a list of text parts whose ``type`` is one of ``kinds``
+    (chat's ``text``; the Responses API's ``input_text``, ``output_text``);
+    anything else is a 400 naming the part."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = []
-        for i, part in enumerate(content):
-            if not (isinstance(part, dict) and part.get("type") == "text"):
-                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise _bad(
-                    f"{where}.content[{i}] is a {kind!r} part; this app takes text only",
-                    f"{where}.content",
-                )
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
-            parts.append(text)
-        return "".join(parts)
-    raise _bad(f"{where}.content must be a string or a list of text parts", f"{where}.content")
+    if not isinstance(content, list):
+        raise _bad(f"{where}.content must be a string or a list of text parts", f"{where}.content")
+    texts = []
+    for i, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+        if not isinstance(part, dict) or not isinstance(kind, str) or kind not in kinds:
+            raise _bad(
+                f"{where}.content[{i}] is a {kind!r} part; this app takes "
+                f"{' and '.join(sorted(kinds))} parts only",
+                f"{where}.content",
+            )
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise _bad(f"{where}.content[{i}].text must be a string", f"{where}.content")
+        texts.append(text)
+    return "".join(texts)
 
 
 def _message(raw: object, index: int, tools: bool) -> seamkit.Message:
@@ -169,7 +175,7 @@ def _message(raw: object, index: int, tools: bool) -> seamkit.Message:
     content = raw.get("content")
     if content is None and role == "assistant":
         content = ""
-    text = _text(content, where)
+    text = text_of(content, where)
     if role == "tool":
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:

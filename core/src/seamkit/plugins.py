@@ -23,6 +23,11 @@ receives.
   `seamkit.redact` on what a plugin writes.
 - `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
   which lets ``seamkit sessions export --raw`` save a row that does not parse.
+- `RunExecutor`, `CutOff`, `TextStop`: what a durable runner hands
+  `Agent.run(..., executor=...)` so that a run reads its clock and ids from
+  it and does its I/O elsewhere; `Remote` (`Agent.remote()`) does that I/O
+  on a worker: hook dispatches (`HookCall` → `HookAnswer`), model turns
+  (`Asked`) and tool bodies, with the run's `ContextState` crossing both ways.
 - `lazy_module`, `LazyModule`: the one table of a plugin's public names
   behind its ``__all__``, each module imported on first use (PEP 562).
 - `listening_socket`, `trace_headers`, `continue_trace`,
@@ -41,6 +46,18 @@ from ._lazy import LazyModule as LazyModule, lazy_module as lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._engine._dispatch import ConfiguredHook as ConfiguredHook
+    from ._engine._executor import (
+        CutOff as CutOff,
+        RunExecutor as RunExecutor,
+        TextStop as TextStop,
+    )
+    from ._engine._remote import (
+        Asked as Asked,
+        ContextState as ContextState,
+        HookAnswer as HookAnswer,
+        HookCall as HookCall,
+        Remote as Remote,
+    )
     from ._loader import (
         API_VERSION as API_VERSION,
         add_plugin as add_plugin,
@@ -91,6 +108,14 @@ __getattr__, __dir__, __all__ = lazy_module(
         # the dispatcher brings asyncio; the session types SQLite and file
         # locks: loading plugins needs none of them
         "ConfiguredHook": "._engine._dispatch",
+        "CutOff": "._engine._executor",
+        "RunExecutor": "._engine._executor",
+        "TextStop": "._engine._executor",
+        "Asked": "._engine._remote",
+        "ContextState": "._engine._remote",
+        "HookAnswer": "._engine._remote",
+        "HookCall": "._engine._remote",
+        "Remote": "._engine._remote",
         "API_VERSION": "._loader",
         "add_plugin": "._loader",
         "get_registry": "._loader",

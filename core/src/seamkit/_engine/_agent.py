@@ -40,9 +40,9 @@ from .._secret import Redactor, secret_texts
 from .._tool import Tool
 from .._toolmap import ToolMap
 from .._types import Cancelled, Diagnostic, Message, Model, RunResult, Suspended, ToolSpec
-from ..stream import STREAMED, Event, ObservedEvent
+from ..stream import Event
 from ._dispatch import Dispatcher, Observer
-from ._drive import Emit, RunPlan, RunState, drive
+from ._drive import RunPlan, RunState, drive, emitter
 from ._executor import RunExecutor
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt
@@ -55,6 +55,7 @@ from ._parts import (
     open_store,
     source_notes,
 )
+from ._remote import Remote
 from ._resume import (
     SEALED_DAYS,
     Resume,
@@ -300,6 +301,18 @@ class Agent:
         """The names of the hooks at ``event``, in call order."""
         return tuple(r.name for r in self._dispatcher.hooks_at(HookEvent(event)))
 
+    def remote(self) -> Remote:
+        """This agent's half of a run that runs elsewhere: the hooks, model
+        turns and tool bodies a durable runner's worker does for the run's
+        `seamkit.plugins.RunExecutor` (`seamkit.plugins.Remote`)."""
+        output = self.output
+        return Remote(
+            self._plan,
+            self.redactor,
+            self._sections,
+            lambda: None if output is None else self._structured(output),
+        )
+
     def session_store(self) -> SessionStore:
         """The store runs with ``session=`` use when they name none: the one
         given to the agent, the manifest's ``sessions.store``, or the default
@@ -360,7 +373,7 @@ class Agent:
         client_tools: Sequence[ToolSpec] = (),
         executor: RunExecutor | None = None,
     ) -> RunState:
-        notes = await self.refresh_tools()
+        notes = await (self.refresh_tools() if executor is None else executor.refresh())
         plan = self._plan
         declared = self.output if output is None else Output.of(output)
         structured = None if declared is None else self._structured(declared, plan.tools)
@@ -387,7 +400,7 @@ class Agent:
             messages = [*_answer_dangling(history), *_messages(input)]
         if journal is not None and not plan.effectful and resume is None:
             journal = None  # nothing it could run twice: nothing to journal
-        emit = _emitter(ctx, stream, plan.dispatcher.observers)
+        emit = emitter(ctx, stream, plan.dispatcher.observers)
         return RunState(
             plan,
             ctx,
@@ -419,7 +432,7 @@ class Agent:
             else open_store(store, registry=self.registry, base_dir=self.base_dir)
         )
         journaled = held if isinstance(held, JournalStore) else None
-        if journaled is None:
+        if journaled is None and options.executor is None:  # (an executor's record is one)
             _warn_unjournaled(held)
         async with held.lock(session, self.settings.session_wait_seconds):
             stored = await held.load(session) or StoredSession()
@@ -433,7 +446,9 @@ class Agent:
                 decisions = input if isinstance(input, Decisions) else None
                 # a suspended run goes on with its client tools unless given others
                 client_tools = client_tools or stored.client_tools
-                resume = await self._continued(decisions, session, held, stored, entries)
+                resume = await self._continued(
+                    decisions, session, held, stored, entries, _clock(self, options)
+                )
                 transcript = resume.transcript
             elif stored.pending or entries:
                 raise ResumeError(
@@ -501,13 +516,14 @@ class Agent:
         held: SessionStore,
         stored: StoredSession,
         entries: Sequence[JournalEntry],
+        now: Callable[[], datetime],
     ) -> Resume:
         """How a session's run continues (no new input, or decisions): its
         pending calls, expired ones rejected, with the decisions recorded
         (stored before anything runs: a crash from here on loses none of
         them); `ResumeError` when there is nothing to continue or a
         decision does not fit."""
-        pending = expire(list(stored.pending), self.clock(), self.settings.approval_expires_seconds)
+        pending = expire(list(stored.pending), now(), self.settings.approval_expires_seconds)
         if isinstance(input, Decisions):
             if not pending:
                 raise ResumeError(
@@ -578,10 +594,9 @@ class Agent:
                     "returned: run(Decisions({...}), suspended=result.suspended)",
                 )
             action_context = _action_context(context)
-            sealed = unseal(options.suspended, key, action_context, self.clock())
-            pending = expire(
-                list(sealed.pending), self.clock(), self.settings.approval_expires_seconds
-            )
+            now = _clock(self, options)()
+            sealed = unseal(options.suspended, key, action_context, now)
+            pending = expire(list(sealed.pending), now, self.settings.approval_expires_seconds)
             if input is not None:
                 pending = decide(pending, input, self.tools, session=None)
             state = dict(sealed.state)
@@ -611,11 +626,13 @@ class Agent:
         )
         result = await drive(run)
         if isinstance(result.outcome, Suspended):
-            result = self._sealed(run, result, key)
+            result = self._sealed(run, result, key, _clock(self, options)())
         run.life.end()  # raises the cancellation or interrupt the run kept
         return result
 
-    def _sealed(self, run: RunState, result: RunResult, key: bytes | None) -> RunResult:
+    def _sealed(
+        self, run: RunState, result: RunResult, key: bytes | None, now: datetime
+    ) -> RunResult:
         """``result`` with the signed state that continues it (none without
         ``settings.state_key``: a diagnostic says so)."""
         assert isinstance(result.outcome, Suspended)
@@ -627,7 +644,7 @@ class Agent:
             )
             return result.model_copy(update={"diagnostics": (*result.diagnostics, note)})
         limit = self.settings.approval_expires_seconds
-        expires = self.clock() + (
+        expires = now + (
             timedelta(seconds=limit) if limit is not None else timedelta(days=SEALED_DAYS)
         )
         token = seal(
@@ -693,10 +710,9 @@ class Agent:
         session, or ``history=result.transcript`` without one): each result
         passes ``on_post_tool_use`` before the model sees it.
 
-        ``executor`` (spike, issue 32; not public yet) is where the run reads
-        the time, makes ids, asks the model and runs tool bodies (the
-        ``RunExecutor`` protocol of ``seamkit._engine._executor``); by default
-        the agent's clock, ``uuid4`` and direct calls.
+        ``executor`` (`seamkit.plugins.RunExecutor`) runs the run's I/O
+        elsewhere and gives it its clock and ids (a durable runner passes one:
+        ``seamkit-temporal``); by default the run does it all here.
         """
         options = _RunOptions(
             context,
@@ -725,6 +741,7 @@ class Agent:
         suspended: str | None = None,
         output: OutputDeclaration | None = None,
         client_tools: Sequence[ToolSpec] = (),
+        executor: RunExecutor | None = None,
     ) -> AsyncIterator[Event]:
         """Run one request, yielding `seamkit.stream` events; the last is
         `RunFinished` with the `RunResult`. Same arguments as :meth:`run`.
@@ -732,7 +749,16 @@ class Agent:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
         options = _RunOptions(
-            context, history, session, store, defaults, state, suspended, output, client_tools
+            context,
+            history,
+            session,
+            store,
+            defaults,
+            state,
+            suspended,
+            output,
+            client_tools,
+            executor,
         )
         interrupted: list[Interrupt] = []
 
@@ -775,6 +801,11 @@ class Agent:
     ) -> RunResult:
         """:meth:`run` for scripts: runs its own event loop."""
         return asyncio.run(self.run(input, **options))
+
+
+def _clock(agent: Agent, options: _RunOptions) -> Callable[[], datetime]:
+    """The run's clock: its executor's, else the agent's."""
+    return agent.clock if options.executor is None else options.executor.now
 
 
 def _action_context(context: ActionContext | Mapping[str, Any] | None) -> ActionContext:
@@ -847,30 +878,6 @@ def _messages(input: Input) -> list[Message]:
     if isinstance(input, Message):
         return [input]
     return list(input)
-
-
-def _emitter(
-    ctx: HookContext, stream: Callable[[Event], None] | None, observers: Sequence[Observer]
-) -> Emit | None:
-    """One callable for the run's events: the stream gets the types it yields,
-    every observer gets every event. ``None`` when nobody listens, so an
-    unobserved, unstreamed run makes no event objects at all."""
-    if not observers:
-        if stream is None:
-            return None
-        return lambda event: stream(event) if type(event) in STREAMED else None  # type: ignore[arg-type]
-
-    def emit(event: ObservedEvent) -> None:
-        if stream is not None and type(event) in STREAMED:
-            stream(event)  # type: ignore[arg-type]
-        for observer in observers:
-            try:
-                observer(ctx, event)
-            except Exception as exc:
-                text = ctx.redactor(f"{type(exc).__name__}: {exc}")
-                log.warning("run observer %r failed: %s", observer, text)
-
-    return emit
 
 
 def _storable(state: dict[str, Any], before: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,7 +52,7 @@ from ..stream import (
     ToolOutputDelta,
 )
 from ._dispatch import Dispatched
-from ._executor import DirectExecutor, RunExecutor
+from ._executor import CutOff, RunExecutor
 from ._journaling import RunJournal, plain_arguments, stopped_outcome
 from ._lifecycle import INTERRUPTS, Interrupt
 from ._resume import Record, Resume
@@ -146,7 +147,7 @@ class Batch:
         executor: RunExecutor | None = None,
     ) -> None:
         self.ctx = ctx
-        self.executor: RunExecutor = executor if executor is not None else DirectExecutor(ctx.now)
+        self.executor = executor  # (None: in process)
         self.tools = tools
         self.dispatch = dispatch  # skips events without hooks; reports HookFired
         self.emit = emit
@@ -258,26 +259,39 @@ class Batch:
             return _DROPPED
         info: CallInfo | None = None
         journal = self.journal
+        executor = self.executor
         if journal is not None and tool.effects != "none":
             # Journaled, durably, before the body runs: after a crash the
             # call is known to have started, and re-run (idempotent) only
             # with this key.
-            key = record.key if record is not None and record.started else self.executor.new_id()
+            key = record.key if record is not None and record.started else uuid.uuid4().hex
             attempt = len(record.started) + 1 if record is not None else 1
             digest = digest or arguments_digest(call.name, call.arguments)
             await journal.started(call, digest, key, attempt)
             info = CallInfo(call.id, key, attempt, tool.name)
+        elif executor is not None and tool.effects != "none":
+            # Elsewhere, the executor's record is the journal: the key it
+            # draws is kept with the call, and each re-run (idempotent) has it.
+            info = CallInfo(call.id, executor.new_id(), 1, tool.name)
         ended: Ended | None = None
-        if self.emit is None:  # the hot path: nobody watches, no coroutine more
-            result = await self.executor.invoke(
-                tool,
+        if executor is not None:
+            try:
+                if self.emit is None:
+                    result = await executor.invoke(tool, call, self.ctx, info, None)
+                else:
+                    result, ended = await self._observed(
+                        tool, values, call, secrets, self.emit, info
+                    )
+            except CutOff:
+                return await self._in_doubt(call)
+        elif self.emit is None:  # the hot path: nobody watches, no coroutine more
+            result = await tool.invoke(
                 values,
-                call,
                 self.ctx.action_context,
+                call_id=call.id,
                 secrets=secrets,
                 agent=self.agent,
                 redactor=self.ctx.redactor,
-                on_chunk=None,
                 call_info=info,
             )
         else:
@@ -386,16 +400,19 @@ class Batch:
         )
         started = time.perf_counter()
         try:
-            result = await self.executor.invoke(
-                tool,
-                values,
-                call,
-                self.ctx.action_context,
-                secrets=secrets,
-                agent=self.agent,
-                redactor=self.ctx.redactor,
-                on_chunk=on_chunk,
-                call_info=info,
+            result = await (
+                tool.invoke(
+                    values,
+                    self.ctx.action_context,
+                    call_id=call.id,
+                    secrets=secrets,
+                    agent=self.agent,
+                    redactor=self.ctx.redactor,
+                    on_chunk=on_chunk,
+                    call_info=info,
+                )
+                if self.executor is None
+                else self.executor.invoke(tool, call, self.ctx, info, on_chunk)
             )
         except BaseException:
             emit(ToolExecutionEnd(call, None, turn, time.perf_counter() - started))

@@ -44,7 +44,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -83,6 +84,8 @@ from .._types import (
     Usage,
 )
 from ..stream import (
+    STREAMED,
+    Event,
     HookFired,
     JournalReplayed,
     ModelCallEnded,
@@ -98,15 +101,15 @@ from ..stream import (
     TurnFinished,
 )
 from ._batch import Settled, Stop, run_batch
-from ._dispatch import NOTHING, Dispatched, Dispatcher
-from ._executor import DirectExecutor, RunExecutor
+from ._dispatch import NOTHING, Dispatched, Dispatcher, Observer
+from ._executor import RunExecutor, TextStop
 from ._journaling import RunJournal
 from ._lifecycle import INTERRUPTS, Interrupt, Lifecycle, Phase
 from ._release import TextRelease, TextStopped
 from ._resume import Resume
 from ._structured import Answer, Structured, Verdict, answer_of, conclude
 
-__all__ = ["Emit", "RunPlan", "RunState", "drive"]
+__all__ = ["Emit", "RunPlan", "RunState", "ask_here", "drive", "emitter"]
 
 log = logging.getLogger("seamkit.run")
 
@@ -177,11 +180,9 @@ class RunState:
         executor: RunExecutor | None = None,
     ) -> None:
         self.plan = plan
-        self.executor: RunExecutor = (
-            executor if executor is not None else DirectExecutor(plan.clock)
-        )
-        """Where the run reads the time, makes ids, asks the model and runs
-        tool bodies (`seamkit._engine._executor`)."""
+        self.executor = executor
+        """Where the run reads the time, makes ids and does its I/O when it
+        runs elsewhere (`seamkit.plugins.RunExecutor`); ``None``: here."""
         self.defaults = defaults
         self.ctx = ctx
         self.emit = emit
@@ -235,10 +236,18 @@ class RunState:
         if event not in self.plan.hooked:
             return NOTHING
         dispatcher = self.plan.dispatcher
-        if self.emit is None:
+        executor = self.executor
+        if executor is not None:
+            if self.emit is None:
+                return await executor.dispatch(event, self.ctx, args)
+        elif self.emit is None:
             return await dispatcher.dispatch(event, self.ctx, *args)
         started = time.perf_counter()
-        decided = await dispatcher.dispatch(event, self.ctx, *args)
+        decided = await (
+            dispatcher.dispatch(event, self.ctx, *args)
+            if executor is None
+            else executor.dispatch(event, self.ctx, args)
+        )
         self.emit(
             HookFired(
                 event.value,
@@ -254,6 +263,30 @@ class RunState:
     def redact(self, text: str) -> str:
         """``text`` with every secret of the run masked (``ctx.redactor``)."""
         return self.ctx.redactor(text)
+
+
+def emitter(
+    ctx: HookContext, stream: Callable[[Event], None] | None, observers: Sequence[Observer]
+) -> Emit | None:
+    """One callable for the run's events: the stream gets the types it yields,
+    every observer gets every event. ``None`` when nobody listens, so an
+    unobserved, unstreamed run makes no event objects at all."""
+    if not observers:
+        if stream is None:
+            return None
+        return lambda event: stream(event) if type(event) in STREAMED else None  # type: ignore[arg-type]
+
+    def emit(event: ObservedEvent) -> None:
+        if stream is not None and type(event) in STREAMED:
+            stream(event)  # type: ignore[arg-type]
+        for observer in observers:
+            try:
+                observer(ctx, event)
+            except Exception as exc:
+                text = ctx.redactor(f"{type(exc).__name__}: {exc}")
+                log.warning("run observer %r failed: %s", observer, text)
+
+    return emit
 
 
 async def drive(run: RunState) -> RunResult:
@@ -738,11 +771,12 @@ def _accept(run: RunState, turn: object) -> ModelTurn:
     return turn.model_copy(update={"message": fixed_message})
 
 
-def _fresh_id(taken: set[str], executor: RunExecutor) -> str:
+def _fresh_id(taken: set[str], executor: RunExecutor | None) -> str:
     """A tool-call id no call of the turn has: ``call_`` and 24 random hex
     digits (29 characters; providers accept up to 40)."""
     while True:
-        fresh = f"call_{executor.new_id()[:24]}"
+        hexes = uuid.uuid4().hex if executor is None else executor.new_id()
+        fresh = f"call_{hexes[:24]}"
         if fresh not in taken:
             return fresh
 
@@ -760,6 +794,20 @@ def _release(run: RunState) -> TextRelease | None:
 async def _ask(run: RunState, request: ModelRequest) -> object:
     """Ask the model; its turn, its text and tool calls as the text guards
     released them (a `TextStopped` when one ends the run)."""
+    executor = run.executor
+    if executor is None:
+        return await ask_here(run, request)
+    asked = await executor.ask(request, run.ctx)
+    if isinstance(asked, TextStop):
+        raise TextStopped(asked.reason, asked.hook, asked.released)
+    if run.structured is not None:
+        run.structured.begin_turn()
+    return asked
+
+
+async def ask_here(run: RunState, request: ModelRequest) -> object:
+    """`_ask` in this process: the model's turn, streamed to the run's
+    events, through the text guards."""
     model = run.plan.model
     emit = run.emit
     release = _release(run)
@@ -767,7 +815,7 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
     if structured is not None:
         structured.begin_turn()
     if emit is None:
-        turn: ModelTurn = await run.executor.complete(model, request)
+        turn: ModelTurn = await model.complete(request)
         if release is None or not isinstance(turn, ModelTurn):
             return turn
         return await release.turn(turn, None)
@@ -778,7 +826,7 @@ async def _ask(run: RunState, request: ModelRequest) -> object:
     try:
         streamed: str | None = None
         if not run.ctx.is_streaming:  # observed, not streamed: the same call as unobserved
-            final = await run.executor.complete(model, request)
+            final = await model.complete(request)
         else:
             streamed = ""
             items = model.stream(request)

@@ -1,99 +1,96 @@
-"""The run executor: where the drive loop reaches the world (spike, issue 32).
+"""The run executor: where a run reaches the world when it runs elsewhere.
 
-A run asks its executor for the time, for fresh ids, for model turns and for
-tool bodies; everything else the loop does is pure. `DirectExecutor`, the
-default, does what the loop always did: the agent's clock, ``uuid4``, the
-model's ``complete`` and the tool's ``invoke``, in this process. A durable
-runner (Temporal) hands in one that takes time and ids from its workflow and
-runs model turns and tool bodies as activities, so that the rest of the loop
-(hooks, validation, approvals, commits) replays deterministically.
+A run reads the clock, makes ids, refreshes its tool sources, asks the model,
+runs tool bodies and dispatches hooks; everything else the loop does is pure.
+In process (no executor, the default) it does all of that itself. A durable
+runner (``seamkit-temporal``) hands `Agent.run` a `RunExecutor` that takes
+the time and ids from its workflow and runs the rest as activities on a
+worker (with `seamkit.plugins.Remote`), so that the loop itself, its
+validation, approvals and commits, replays deterministically.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .._context import ActionContext, CallInfo
-from .._secret import Redactor
-from .._tool import Tool
-from .._types import Model, ModelRequest, ModelTurn, ToolCall, ToolResult
+if TYPE_CHECKING:
+    from .._context import CallInfo, HookContext
+    from .._events import HookEvent
+    from .._tool import Tool
+    from .._types import Diagnostic, ModelRequest, ModelTurn, ToolCall, ToolResult
+    from ..flow import Dispatched
 
-__all__ = ["DirectExecutor", "RunExecutor"]
+__all__ = ["CutOff", "RunExecutor", "TextStop"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextStop:
+    """A text guard (``on_text_delta``) ended the run during a model turn:
+    its ``reason``, the ``hook``, and the ``released`` text the stream showed."""
+
+    reason: str
+    hook: str | None
+    released: str
+
+
+class CutOff(Exception):
+    """Raised by `RunExecutor.invoke` when a tool body started and was cut
+    off before it ended (its worker died), and the tool is not run again (a
+    ``once`` tool): the run reports the call in doubt, as after a crash in
+    process (the model gets the ``InDoubt`` result)."""
+
+    def __init__(self, tool: str, why: str) -> None:
+        super().__init__(f"{tool}: {why}")
+        self.tool = tool
+        self.why = why
 
 
 class RunExecutor(Protocol):
-    """What a run reads the clock, makes ids, asks the model and runs tool
-    bodies through."""
+    """Where a run reads the clock, makes ids and does what may do I/O.
+
+    One per run (`Agent.run(..., executor=...)`). Each method is called from
+    the run's own task; whatever it does elsewhere, it returns what the run
+    would have got in process.
+    """
 
     def now(self) -> datetime:
-        """The run's current time (``ctx.now()``)."""
+        """The run's current time (``ctx.now()``, approval expiry, sealing)."""
         ...
 
     def new_id(self) -> str:
         """A fresh id of 32 hex digits (run ids, call ids, idempotency keys)."""
         ...
 
-    async def complete(self, model: Model, request: ModelRequest) -> ModelTurn:
-        """One whole (not streamed) model turn for ``request``."""
+    async def refresh(self) -> tuple[Diagnostic, ...]:
+        """Refresh the agent's tool sources (`Agent.refresh_tools`) where I/O
+        is allowed; the diagnostics it returned."""
+        ...
+
+    async def ask(self, request: ModelRequest, ctx: HookContext) -> ModelTurn | TextStop:
+        """One model turn for ``request``, its text through the run's guards
+        (`seamkit.plugins.Remote.ask` does it on a worker); the hooks' changes to
+        ``ctx`` applied to it."""
         ...
 
     async def invoke(
         self,
         tool: Tool,
-        values: dict[str, Any],
         call: ToolCall,
-        context: ActionContext,
-        *,
-        secrets: Sequence[str],
-        agent: object,
-        redactor: Redactor,
+        ctx: HookContext,
+        info: CallInfo | None,
         on_chunk: Callable[[str], None] | None,
-        call_info: CallInfo | None,
     ) -> ToolResult:
-        """Run ``tool``'s body on ``values`` (validated from ``call.arguments``)."""
+        """Run ``tool``'s body for ``call`` (its arguments valid), with the
+        call's idempotency key in ``info`` (``None``: a tool without effects);
+        `CutOff` when it started and may have acted but will not end."""
         ...
 
-
-class DirectExecutor:
-    """The in-process executor: what a run did before executors existed."""
-
-    __slots__ = ("clock",)
-
-    def __init__(self, clock: Callable[[], datetime]) -> None:
-        self.clock = clock
-
-    def now(self) -> datetime:
-        return self.clock()
-
-    def new_id(self) -> str:
-        return uuid.uuid4().hex
-
-    async def complete(self, model: Model, request: ModelRequest) -> ModelTurn:
-        return await model.complete(request)
-
-    async def invoke(
-        self,
-        tool: Tool,
-        values: dict[str, Any],
-        call: ToolCall,
-        context: ActionContext,
-        *,
-        secrets: Sequence[str],
-        agent: object,
-        redactor: Redactor,
-        on_chunk: Callable[[str], None] | None,
-        call_info: CallInfo | None,
-    ) -> ToolResult:
-        return await tool.invoke(
-            values,
-            context,
-            call_id=call.id,
-            secrets=secrets,
-            agent=agent,
-            redactor=redactor,
-            on_chunk=on_chunk,
-            call_info=call_info,
-        )
+    async def dispatch(
+        self, event: HookEvent, ctx: HookContext, args: tuple[object, ...]
+    ) -> Dispatched:
+        """Run ``event``'s hooks on ``args`` (`seamkit.plugins.Remote.dispatch`
+        does it on a worker); their changes to ``ctx`` applied to it."""
+        ...

@@ -480,6 +480,7 @@ class Publisher:
                 else:
                     self._loop.call_soon_threadsafe(self._wake)
         except Exception:  # a closed loop, say: the run must not notice
+            self._woken = False
             self.dropped += 1
 
     def _wake(self) -> None:

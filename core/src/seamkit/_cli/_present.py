@@ -55,7 +55,8 @@ class RunPresenter:
     then not streamed, and the validated value is printed as JSON when the
     run completes. ``decide`` is the command line that decides a suspended
     run's calls (``None``: the run has no session). ``clock`` (seconds,
-    monotonic) times each tool call from its start to its result.
+    monotonic; `time.monotonic` by default) times each tool call from its
+    start to its result.
     """
 
     def __init__(
@@ -64,7 +65,7 @@ class RunPresenter:
         as_json: bool = False,
         output: Output[Any] | None = None,
         decide: DecideCommand | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.as_json = as_json
         """Whether the run ends as one JSON document (``--json``): no streaming."""
@@ -74,7 +75,7 @@ class RunPresenter:
         """The command line that decides a suspended run's calls."""
         self.finished = False
         """Whether the run's end (its summary line, or its JSON) is out."""
-        self._clock = clock
+        self._clock = clock if clock is not None else time.monotonic
         self._open_line = False
         self._turn = 0
         self._turn_text = ""

@@ -33,6 +33,10 @@ receives.
 - `listening_socket`, `trace_headers`, `continue_trace`,
   `current_trace_headers`, `TRACE_HEADERS`: what plugins that serve share (a
   socket with ``TCP_NODELAY`` on; W3C trace context and baggage in headers).
+- `RunPresenter`, `DecideCommand`: what ``seamkit run`` prints for a run
+  (its streamed events, its end as a summary line or JSON, its pending calls
+  with the command lines that decide them) and its exit status, for a
+  command that runs an app elsewhere and must print the same.
 
 Every name but `lazy_module` loads on first use, so that a plugin's entry
 module can import this one for nothing.
@@ -45,6 +49,8 @@ from typing import TYPE_CHECKING
 from ._lazy import LazyModule as LazyModule, lazy_module as lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
+    from ._cli._pending import DecideCommand as DecideCommand
+    from ._cli._present import RunPresenter as RunPresenter
     from ._engine._dispatch import ConfiguredHook as ConfiguredHook
     from ._engine._executor import (
         CutOff as CutOff,
@@ -151,6 +157,9 @@ __getattr__, __dir__, __all__ = lazy_module(
         "trace_headers": "._serving",
         "RawSession": "._persistence._sessions",
         "RawSessionReader": "._persistence._sessions",
+        # the presenter brings click
+        "DecideCommand": "._cli._pending",
+        "RunPresenter": "._cli._present",
     },
     defined=["LazyModule", "lazy_module"],
 )

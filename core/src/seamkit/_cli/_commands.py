@@ -1,6 +1,6 @@
 """The ``seamkit`` commands that read an app: ``schema``, ``validate``,
-``tools`` and ``run`` (with the printer that shows a run on a terminal, and
-what a signal does to a run: see `seamkit._cli._interrupt`); `Invocation`
+``tools`` and ``run`` (shown on a terminal by `seamkit._cli._present`; what a
+signal does to a run: see `seamkit._cli._interrupt`); `Invocation`
 and the options ``run`` shares with ``seamkit resume``
 (`seamkit._cli._resume`), which runs the same way; what both do with calls
 that wait for a decision is in `seamkit._cli._pending`.
@@ -15,7 +15,6 @@ import json
 import os
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,11 +34,12 @@ from .._output import Output
 from .._persistence._recovery import write_recovery
 from .._timeline import Timeline
 from .._toolmap import ToolMap
-from .._types import Cancelled, Failed, Message, RunResult, Suspended, Terminated
+from .._types import Message, RunResult, Suspended
 from . import _pending
 from ._interrupt import Interrupts
 from ._output_file import read_output_file
-from ._pending import ResumeLine, ask, pending_json, print_pending
+from ._pending import DecideCommand, ask, resume_command
+from ._present import RunPresenter
 from ._session_commands import command_line_store
 
 __all__ = [
@@ -125,17 +125,6 @@ def _load_with_tools(app: str) -> tuple[Any, Any]:
         click.echo(f"{app}: {count} error{'s' if count != 1 else ''}", err=True)
         sys.exit(1)
 
-
-_EXIT = {
-    "completed": 0,
-    "terminated": 0,
-    "max_turns": 1,
-    "failed": 1,
-    "cancelled": 130,
-    "suspended": 3,
-    "deferred": 3,  # (a run of the CLI has no client tools; an API run waits for its client)
-}
-"""The exit status of ``seamkit run`` and ``seamkit resume`` by the run's outcome."""
 
 F = TypeVar("F", bound=Callable[..., None])
 
@@ -272,11 +261,13 @@ class Invocation:
     """The output this run must give instead of the manifest's (``--output-schema``)."""
 
     @property
-    def resume_line(self) -> ResumeLine | None:
+    def resume_line(self) -> DecideCommand | None:
         """The ``seamkit resume`` command for this session (``None``: no session)."""
         if self.session is None:
             return None
-        return ResumeLine(self.app, self.session, self.store, self.model_spec, self.context_items)
+        return resume_command(
+            self.app, self.session, self.store, self.model_spec, self.context_items
+        )
 
     def execute(self, given: str | Decisions | None) -> NoReturn:
         """Run on ``given`` (a message; decisions; nothing, to continue a
@@ -286,16 +277,14 @@ class Invocation:
         clock = _clock_from_env()
         store = command_line_store(self.store)
         while True:
-            result, tools = self._round(given, context, clock, store)
+            result, tools, presenter = self._round(given, context, clock, store)
             outcome = result.outcome
-            if not isinstance(outcome, Suspended):
-                sys.exit(_EXIT.get(outcome.kind, 1))
-            if self.as_json:
-                sys.exit(_EXIT["suspended"])  # (the calls are in its `pending`)
+            if not isinstance(outcome, Suspended) or self.as_json:
+                sys.exit(presenter.exit_code(result))  # (--json: the calls are in its `pending`)
             line = self.resume_line
             if line is None or not _pending.is_terminal(self.no_input):
-                print_pending(outcome.pending, line)
-                sys.exit(_EXIT["suspended"])
+                presenter.print_pending(outcome.pending)
+                sys.exit(presenter.exit_code(result))
             try:
                 given = ask(outcome.pending, tools)
             except click.Abort:
@@ -305,7 +294,7 @@ class Invocation:
                     err=True,
                     dim=True,
                 )
-                sys.exit(_EXIT["suspended"])
+                sys.exit(presenter.exit_code(result))
 
     def _round(
         self,
@@ -313,17 +302,17 @@ class Invocation:
         context: dict[str, str],
         clock: Callable[[], datetime] | None,
         store: str | None,
-    ) -> tuple[RunResult, ToolMap | None]:
+    ) -> tuple[RunResult, ToolMap | None, RunPresenter]:
         """One run, streamed (or, with --json, printed when it ends), under
-        the command's signal handling: its result and the agent's tools. A
-        run cut short by a signal, or that raised, exits here."""
+        the command's signal handling: its result, the agent's tools and what
+        showed the run. A run cut short by a signal, or that raised, exits
+        here."""
         session, model_spec, as_json = self.session, self.model_spec, self.as_json
         timeline = Timeline() if self.trace else None
-        printer = None if as_json else _Printer()
-        recorder = _Recorder(printer.note if printer is not None else None)
+        presenter = RunPresenter(as_json=as_json, output=self.output, decide=self.resume_line)
+        recorder = _Recorder(presenter)
         hooks: list[object] = [recorder] if timeline is None else [recorder, timeline]
         tools: list[ToolMap] = []
-        declared: list[Output[Any] | None] = [self.output]
         output = self.output
 
         async def work() -> None:
@@ -331,13 +320,11 @@ class Invocation:
                 self.app, clock=clock, model=model_spec, store=store, hooks=hooks
             ) as agent:
                 tools.append(agent.tools)
-                declared[0] = output if output is not None else agent.output
-                if printer is not None:
-                    printer.output = declared[0]
+                presenter.output = output if output is not None else agent.output
                 if timeline is not None and agent.config is not None:
                     spec = model_spec or agent.config.model.spec
                     timeline.model_name = spec.partition(":")[2] or spec
-                if printer is None:
+                if as_json:
                     await agent.run(
                         given, context=context, session=session, store=store, output=output
                     )
@@ -346,13 +333,9 @@ class Invocation:
                     given, context=context, session=session, store=store, output=output
                 )
                 async for event in events:
-                    printer.show(event)
+                    presenter.show(event)
 
-        def note(text: str) -> None:
-            if printer is not None:
-                printer.note(text)
-            else:
-                click.secho(text, err=True, dim=True)
+        note = presenter.note
 
         def quit_now(code: int, finished: bool) -> None:
             cause = signals.signal_name or "a signal"
@@ -374,13 +357,10 @@ class Invocation:
         signals = Interrupts(note, quit_now)
         failure = signals.run(work())
         result = recorder.result
-        if as_json and result is not None:
-            click.echo(_result_json(result, self.resume_line, declared[0]))
-        if signals.signal_name is not None:
-            if result is None:
-                note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
-            elif printer is None or not printer.finished:
-                note(_summary(result, signals.signal_name))
+        if result is not None:  # (streamed: its end is out unless a signal cut the stream)
+            presenter.finish(result, cause=signals.signal_name)
+        elif signals.signal_name is not None:
+            note(f"[cancelled: {signals.signal_name} · before the run started: nothing ran]")
         if timeline is not None:
             _print_timeline(timeline)
         if failure is not None:
@@ -395,10 +375,10 @@ class Invocation:
             sys.exit(signals.exit_code)
         if result is None:
             sys.exit(1)
-        return result, tools[0] if tools else None
+        return result, tools[0] if tools else None, presenter
 
 
-def _refused(error: ResumeError, line: ResumeLine | None) -> NoReturn:
+def _refused(error: ResumeError, line: DecideCommand | None) -> NoReturn:
     """A new message to a session whose calls wait (or whose run a crash cut
     short): the error, and the command that decides or continues them."""
     click.echo(f"error: {error.message}", err=True)
@@ -412,36 +392,20 @@ def _refused(error: ResumeError, line: ResumeLine | None) -> NoReturn:
     sys.exit(1)
 
 
-def _result_json(result: RunResult, line: ResumeLine | None, output: Output[Any] | None) -> str:
-    """``--json``'s output: the `RunResult` (with a declared output, its
-    validated value as JSON under ``output`` and the model's final text
-    under ``text``), and for a suspended run its calls under ``pending``
-    with the commands that decide them."""
-    if not isinstance(result.outcome, Suspended) and output is None:
-        return result.model_dump_json(indent=2, exclude_none=True)
-    data = json.loads(result.model_dump_json(exclude_none=True))
-    if output is not None:
-        data["output"] = None if result.output is None else output.dump(result.output)
-        data["text"] = result.text
-    if isinstance(result.outcome, Suspended):
-        data["pending"] = pending_json(result.outcome.pending, line)
-    return json.dumps(data, indent=2, ensure_ascii=False)
-
-
 class _Recorder:
     """Keeps the run's `RunResult` as observers get it (`RunFinished`), so
     that a run cut short by a signal, whose caller never gets a result, can
     still be summarised, printed as JSON and recovered; and, until then, the
     transcript as far as the run's events tell it (the messages of the first
     model call, then each turn and tool result), for a process that must
-    quit before the run ends. With ``note``, it tells what only observers
+    quit before the run ends. It shows ``presenter`` what only observers
     see: a decision applied, a call in doubt after a crash, a journal
     replayed."""
 
-    def __init__(self, note: Callable[[str], None] | None = None) -> None:
+    def __init__(self, presenter: RunPresenter) -> None:
         self.result: RunResult | None = None
         self.transcript: list[Message] = []
-        self._note = note
+        self._presenter = presenter
 
     @hookimpl
     def on_run_event(self, ctx: HookContext, event: S.ObservedEvent) -> None:
@@ -456,27 +420,8 @@ class _Recorder:
         elif isinstance(event, S.RunFinished):
             self.result = event.result
             self.transcript = list(event.result.transcript)
-        elif self._note is not None:
-            self._tell(self._note, event)
-
-    @staticmethod
-    def _tell(note: Callable[[str], None], event: S.ObservedEvent) -> None:
-        if isinstance(event, S.JournalReplayed):
-            turns, results = event.turns, event.results
-            note(
-                f"· continued from the journal: {turns} model turn{'' if turns == 1 else 's'} "
-                f"reused, {results} tool result{'' if results == 1 else 's'} recovered"
-            )
-        elif isinstance(event, S.CallDecided) and event.pending.decision is not None:
-            pending, decision = event.pending, event.pending.decision
-            by = f" by {decision.by}" if decision.by else ""
-            what = {"approve": "approved", "reject": "rejected", "edit": "edited"}
-            note(f"· {pending.tool} [{pending.call_id}]: {what[decision.action]}{by}")
-        elif isinstance(event, S.CallInDoubt):
-            note(
-                f"? {event.call.name} [{event.call.id}]: in doubt: the process stopped while "
-                "it ran; not run again"
-            )
+        elif type(event) not in S.STREAMED:  # (the stream shows those)
+            self._presenter.show(event)
 
 
 def _print_timeline(timeline: Timeline) -> None:
@@ -491,104 +436,6 @@ def _print_timeline(timeline: Timeline) -> None:
     else:
         ascii_only = False
     click.echo(timeline.render(width, ascii=ascii_only), err=True)
-
-
-class _Printer:
-    """Text to standard output as it streams; hooks and tools, compactly, to
-    standard error: a tool's line when it starts, its result with the time it
-    took when the batch commits."""
-
-    def __init__(self) -> None:
-        self.output: Output[Any] | None = None
-        """The run's declared output: its text is then not streamed, and the
-        validated value is printed as JSON when the run completes."""
-        self.outcome = "failed"
-        self.finished = False
-        """Whether the run's summary line is out."""
-        self._open_line = False
-        self._turn = 0
-        self._turn_text = ""
-        self._started: dict[str, float] = {}
-
-    def note(self, text: str) -> None:
-        """A line to standard error, after the text streamed so far."""
-        if self._open_line:
-            click.echo()
-            self._open_line = False
-        click.secho(text, err=True, dim=True)
-
-    def show(self, event: S.Event) -> None:
-        if isinstance(event, S.TextDelta):
-            if self.output is not None:
-                return  # the answer's JSON as it streams (rejected ones too): the value ends it
-            if event.turn != self._turn:
-                self._turn, self._turn_text = event.turn, ""
-            self._turn_text += event.text
-            click.echo(event.text, nl=False)
-            self._open_line = True
-        elif isinstance(event, S.HookFired):
-            if event.event == "on_text_delta" and event.flow != "Terminate":
-                return  # fired for each piece of text: only a stop is worth a line
-            by = f" by {event.hook}" if event.hook else ""
-            self.note(f"· {event.event}: {', '.join(event.hooks)} → {event.flow}{by}")
-        elif isinstance(event, S.OutputRetry):
-            if event.errors:  # (none: the turn called tools instead of answering)
-                self.note(f"↻ answer not accepted: {_short('; '.join(event.errors))}")
-        elif isinstance(event, S.ToolExecutionStart):
-            self._started[event.call.id] = time.monotonic()
-            self.note(f"→ {event.call.name}({_short(event.call.raw_arguments)})")
-        elif isinstance(event, S.ToolCompleted):
-            mark = "✗" if event.result.is_error else "←"
-            began = self._started.pop(event.call.id, None)
-            took = f" ({time.monotonic() - began:.2f}s)" if began is not None else ""
-            self.note(f"{mark} {event.call.name}{took}: {_short(event.result.content)}")
-        elif isinstance(event, S.RunFinished):
-            result = event.result
-            self.outcome = result.outcome.kind
-            if self._open_line:
-                click.echo()
-                self._open_line = False
-            if self.output is not None and result.outcome.kind == "completed":
-                value = self.output.dump(result.output)
-                click.echo(json.dumps(value, indent=2, ensure_ascii=False))
-            elif result.outcome.kind == "completed" and result.output not in (
-                None,
-                self._turn_text,
-            ):
-                click.echo(result.output)  # a terminal tool's result: never streamed
-            self.note(_summary(result))
-            self.finished = True
-
-
-def _summary(result: RunResult, cause: str | None = None) -> str:
-    """The run's last line: ``[outcome: detail · model calls · tokens]``;
-    ``cause`` names the signal that cancelled it."""
-    outcome = result.outcome
-    detail = ""
-    if isinstance(outcome, Terminated):
-        by = f"hook {outcome.hook}" if outcome.hook else ""
-        at = f"at {outcome.event}" if outcome.event else ""
-        detail = f": {outcome.reason}" + (
-            f" ({' '.join(w for w in (by, at) if w)})" if by or at else ""
-        )
-    elif isinstance(outcome, Failed):
-        detail = f": {outcome.error}"
-    elif isinstance(outcome, Cancelled) and cause:
-        detail = f": {cause}"
-    elif isinstance(outcome, Suspended):
-        count = len(_pending.waiting(outcome.pending))
-        detail = f": {count} call{' waits' if count == 1 else 's wait'} for a decision"
-    usage = result.usage
-    return (
-        f"[{outcome.kind}{detail} · {usage.requests} model call"
-        f"{'' if usage.requests == 1 else 's'} · {usage.input_tokens} in / "
-        f"{usage.output_tokens} out tokens]"
-    )
-
-
-def _short(text: str, limit: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _parse_context(items: tuple[str, ...]) -> dict[str, str]:

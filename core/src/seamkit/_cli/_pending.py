@@ -1,8 +1,9 @@
 """What ``seamkit run`` and ``seamkit resume`` do with the calls of a
 suspended run: list them (as text, or as JSON for ``--json``) with the
-``seamkit resume`` command lines that decide them (`print_pending`,
-`pending_json`), ask about each one on a terminal (`ask`), and read the
-decisions given as ``--approve``, ``--reject``, ``--edit`` and
+command lines that decide them (`print_pending`, `pending_json`; a
+`DecideCommand`, for ``seamkit run`` the ``seamkit resume`` one that
+`resume_command` makes), ask about each one on a terminal (`ask`), and read
+the decisions given as ``--approve``, ``--reject``, ``--edit`` and
 ``--all-reject`` (`decisions_from_flags`). Every decision made here carries
 ``by="cli"``."""
 
@@ -23,13 +24,14 @@ from .._toolmap import ToolMap
 
 __all__ = [
     "BY",
-    "ResumeLine",
+    "DecideCommand",
     "ask",
     "decided",
     "decisions_from_flags",
     "is_terminal",
     "pending_json",
     "print_pending",
+    "resume_command",
     "waiting",
 ]
 
@@ -49,26 +51,19 @@ def waiting(pending: Sequence[PendingCall]) -> list[PendingCall]:
 
 
 @dataclass(frozen=True, slots=True)
-class ResumeLine:
-    """The ``seamkit resume`` command that continues a session, with the
-    options its run was given (store, model, context), as shell words."""
+class DecideCommand:
+    """The command line that decides the calls of a suspended run, as shell
+    words before the decision flags: ``seamkit resume APP --session S`` for
+    ``seamkit run``, or another front end's (``seamkit temporal decide
+    --address A --session S``). The command takes ``--approve ID@DIGEST`` and
+    ``--reject ID[=REASON]`` as ``seamkit resume`` does."""
 
-    app: str
-    session: str
-    store: str | None = None
-    model: str | None = None
-    context: tuple[str, ...] = ()
+    words: tuple[str, ...]
+    """The command and its options, unquoted (``("seamkit", "resume", ...)``)."""
 
     def command(self, *flags: str) -> str:
         """The command line with ``flags`` added, quoted for a POSIX shell."""
-        words = ["seamkit", "resume", self.app, "--session", self.session]
-        if self.store is not None:
-            words += ["--store", self.store]
-        if self.model is not None:
-            words += ["--model", self.model]
-        for item in self.context:
-            words += ["--context", item]
-        return shlex.join([*words, *flags])
+        return shlex.join([*self.words, *flags])
 
     def approve(self, pending: PendingCall) -> str:
         """The command that approves ``pending`` as shown (bound to its digest)."""
@@ -77,6 +72,25 @@ class ResumeLine:
     def reject(self, pending: PendingCall) -> str:
         """The command that rejects ``pending`` (``=REASON`` tells the model why)."""
         return self.command("--reject", pending.call_id)
+
+
+def resume_command(
+    app: str,
+    session: str,
+    store: str | None = None,
+    model: str | None = None,
+    context: Sequence[str] = (),
+) -> DecideCommand:
+    """The ``seamkit resume`` command that continues a session, with the
+    options its run was given (store, model, context)."""
+    words = ["seamkit", "resume", app, "--session", session]
+    if store is not None:
+        words += ["--store", store]
+    if model is not None:
+        words += ["--model", model]
+    for item in context:
+        words += ["--context", item]
+    return DecideCommand(tuple(words))
 
 
 def _json(arguments: object) -> str:
@@ -105,12 +119,13 @@ def decided(decision: Decision) -> str:
     return f"approved{by}"
 
 
-def print_pending(pending: Sequence[PendingCall], resume: ResumeLine | None) -> None:
+def print_pending(pending: Sequence[PendingCall], decide: DecideCommand | None) -> None:
     """The calls of a suspended run on standard output: each one's id, tool,
     arguments, reason, hook and digest, and, for a run with a session, the
-    ``seamkit resume`` command lines that approve or reject it; a decided
-    call says what was decided. Without a session (``resume`` is ``None``),
-    why the command line cannot continue the run."""
+    command lines that approve or reject it (``decide``'s: ``seamkit resume``
+    for ``seamkit run``); a decided call says what was decided. Without a
+    session (``decide`` is ``None``), why the command line cannot continue
+    the run."""
     undecided = waiting(pending)
     count = len(undecided)
     click.echo(f"waiting for a decision: {count} call{'' if count == 1 else 's'}")
@@ -119,26 +134,28 @@ def print_pending(pending: Sequence[PendingCall], resume: ResumeLine | None) -> 
             click.echo(line)
         if call.decision is not None:
             click.echo(f"  decided: {decided(call.decision)} (it runs once every call is decided)")
-        elif resume is not None:
-            click.echo(f"  approve: {resume.approve(call)}")
-            click.echo(f"  reject:  {resume.reject(call)}")
-    if resume is None:
+        elif decide is not None:
+            click.echo(f"  approve: {decide.approve(call)}")
+            click.echo(f"  reject:  {decide.reject(call)}")
+    if decide is None:
         click.echo(
             "this run has no session, so the command line cannot continue it: "
             "run it with --session NAME to decide its calls with `seamkit resume`"
         )
 
 
-def pending_json(pending: Sequence[PendingCall], resume: ResumeLine | None) -> list[dict[str, Any]]:
+def pending_json(
+    pending: Sequence[PendingCall], decide: DecideCommand | None
+) -> list[dict[str, Any]]:
     """The calls of a suspended run for ``--json``: each `PendingCall`'s
     fields and, for an undecided call of a run with a session, the command
     lines that approve and reject it (``approve_command``, ``reject_command``)."""
     rows: list[dict[str, Any]] = []
     for call in pending:
         row = call.model_dump(mode="json")
-        if call.decision is None and resume is not None:
-            row["approve_command"] = resume.approve(call)
-            row["reject_command"] = resume.reject(call)
+        if call.decision is None and decide is not None:
+            row["approve_command"] = decide.approve(call)
+            row["reject_command"] = decide.reject(call)
         rows.append(row)
     return rows
 

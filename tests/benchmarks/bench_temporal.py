@@ -588,10 +588,12 @@ def main(quick: bool = False) -> dict[str, Any]:
         + ", ".join(f"{k} {v}" for k, v in versions.items())
         + f", {os.cpu_count()} cpus"
     )
-    folder = Path(tempfile.mkdtemp(prefix="bench-temporal-"))
-    with _server(folder) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-temporal-", ignore_cleanup_errors=True) as tmp,
+        _server(Path(tmp)) as server,
+    ):  # the server's database and the workers' logs (a failing worker's tail is raised)
         samples, activities, not_run, started_in = asyncio.run(
-            _measure(server.address, variants, rounds, warmup, folder)
+            _measure(server.address, variants, rounds, warmup, Path(tmp))
         )
     why.update(not_run)
     if why:

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
 from typing import cast
 
@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ._channel import Inbox, Route
-from ._workflow import WORKFLOW, DecideInput, RunInput, RunStatus, SeamkitRun
+from ._workflow import DecideInput, RunInput, RunStatus, SeamkitRun
 
 __all__ = ["LIVE_EVENTS_UNAVAILABLE", "TemporalRunner", "workflow_id"]
 
@@ -115,7 +115,7 @@ class TemporalRunner:
         suspends (a suspended run waits in its workflow: `decide`)."""
         given = _input(agent_or_app, input, None, session, context, False, None)
         handle = await self._start(given)
-        return await _result(handle.result(), session)
+        return await _result(_outcome(handle, 0), session)
 
     async def stream(
         self,
@@ -136,7 +136,7 @@ class TemporalRunner:
         try:
             given = _input(agent_or_app, input, None, session, context, True, route)
             handle = await self._start(given, wid)
-            async for event in _followed(inbox, route, handle.result(), session):
+            async for event in _followed(inbox, route, _outcome(handle, 0), session):
                 yield event
         finally:
             inbox.discard(route)
@@ -176,9 +176,9 @@ class TemporalRunner:
                 raise
             log.warning("no worker took the decisions for %r at once: sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)
-            return await _result(_until_decided(handle), session)
+            return await _result(_outcome(handle, status.rounds), session)
         try:
-            return await update.result()
+            return cast("seamkit.RunResult", await update.result())
         except WorkflowUpdateFailedError as exc:
             raise _refused(exc, session) from None
 
@@ -222,10 +222,7 @@ class TemporalRunner:
                 hint=f"decide them first: `seamkit temporal decide --session {name} "
                 "--approve ID ...` (or TemporalRunner.decide)",
             )
-        return seamkit.SessionBusy(
-            f"session {name!r} has a run on Temporal already (workflow {wid!r})",
-            hint="wait for it to end, or use another session",
-        )
+        return seamkit.SessionBusy(name, 0)
 
 
 def _app(agent_or_app: seamkit.Agent | str) -> str:
@@ -282,33 +279,25 @@ async def _status(handle: WorkflowHandle[SeamkitRun, seamkit.RunResult]) -> RunS
         return RunStatus(state="ended")
 
 
-async def _until_decided(
-    handle: WorkflowHandle[SeamkitRun, seamkit.RunResult],
+async def _outcome(
+    handle: WorkflowHandle[SeamkitRun, seamkit.RunResult], after: int
 ) -> seamkit.RunResult:
-    """The result of a run continued by a signal: when it ends, or its
-    state once it suspends again."""
+    """The result of the run's workflow once more than ``after`` of its runs
+    ended or suspended (the ``outcome`` update; it waits for a worker)."""
     while True:
-        done = asyncio.ensure_future(handle.result())
-        await asyncio.wait((done,), timeout=1.0)
-        if done.done():
-            return done.result()
-        done.cancel()
-        status = await _status(handle)
-        if status is not None and status.state == "suspended" and status.pending:
-            pending = status.pending
-            return seamkit.RunResult(
-                output=None,
-                transcript=(),
-                outcome=seamkit.Suspended(pending=pending),
-            )
+        try:
+            return cast("seamkit.RunResult", await handle.execute_update(SeamkitRun.outcome, after))
+        except RPCError as exc:  # no worker took it in the call's deadline: ask again
+            if exc.status != RPCStatusCode.DEADLINE_EXCEEDED:
+                raise
+        except WorkflowUpdateFailedError:  # the workflow ended: its result says how
+            return await handle.result()
 
 
-async def _result(
-    pending: object, session: str | None
-) -> seamkit.RunResult:
+async def _result(pending: Awaitable[seamkit.RunResult], session: str | None) -> seamkit.RunResult:
     """The workflow's result; its failure as the seamkit error it was."""
     try:
-        return await cast("asyncio.Future[seamkit.RunResult]", pending)
+        return await pending
     except WorkflowFailureError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError):
@@ -320,8 +309,6 @@ def _seamkit_error(cause: ApplicationError, session: str | None) -> seamkit.Seam
     message = cause.message
     if cause.type == "ResumeError":
         return seamkit.ResumeError(message, session=session)
-    if cause.type == "SessionBusy":
-        return seamkit.SessionBusy(message)
     return seamkit.SeamkitError(message)
 
 
@@ -334,13 +321,13 @@ def _refused(exc: WorkflowUpdateFailedError, session: str) -> seamkit.ResumeErro
 async def _followed(
     inbox: Inbox,
     route: Route,
-    result: object,
+    result: Awaitable[seamkit.RunResult],
     session: str | None,
 ) -> AsyncIterator[ObservedEvent]:
     """The run's live events until `RunFinished`; when the run ends and its
     events do not follow within a grace period, its result alone."""
     ended = asyncio.ensure_future(_result(result, session))
-    events = inbox.events(route)
+    events = cast("AsyncGenerator[ObservedEvent, None]", inbox.events(route))
     try:
         while True:
             got = asyncio.ensure_future(anext(events))
@@ -359,12 +346,12 @@ async def _followed(
                 return
             yield event
             if isinstance(event, RunFinished):
-                with contextlib.suppress(Exception):
-                    await ended
                 return
     finally:
         if not ended.done():
             ended.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # (its news was the events')
+            await ended
         await events.aclose()
 
 

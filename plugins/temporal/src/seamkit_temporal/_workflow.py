@@ -16,7 +16,6 @@ then the run continues as `Agent.run(Decisions(...), session=...)` would.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -121,6 +120,8 @@ class RunStatus(BaseModel):
 
     state: str
     pending: tuple[seamkit.PendingCall, ...] = ()
+    rounds: int = 0
+    """How many runs (the first, and one per decisions) have ended or suspended."""
 
 
 class WorkflowExecutor:
@@ -229,9 +230,7 @@ class ActivityStore:
         given = SaveInput(
             app=self.app, name=name, transcript=tuple(transcript), state=to_jsonable_python(state)
         )
-        await workflow.execute_activity(
-            save_session, given, start_to_close_timeout=_STORE_TIMEOUT
-        )
+        await workflow.execute_activity(save_session, given, start_to_close_timeout=_STORE_TIMEOUT)
 
     def lock(self, name: str, wait_seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
         return contextlib.nullcontext()
@@ -256,6 +255,8 @@ class SeamkitRun:
         self._asked = itertools.count(1)
         self._seq = itertools.count(1)
         self._executor: WorkflowExecutor | None = None
+        self._rounds = 0
+        self._last: seamkit.RunResult | None = None
 
     @workflow.run
     async def run(self, given: RunInput) -> seamkit.RunResult:
@@ -275,15 +276,12 @@ class SeamkitRun:
         try:
             result = await self._round(agent, given, first, options)
         except seamkit.SeamkitError as exc:  # the run could not start: the caller's error
-            raise ApplicationError(
-                str(exc), type=type(exc).__name__, non_retryable=True
-            ) from None
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         while isinstance(result.outcome, seamkit.Suspended):
             if given.session is None and result.suspended is None:
                 break  # (no way to continue it: the result says why)
             if given.session is None:
                 options["suspended"] = result.suspended
-            self._state, self._pending = "suspended", result.outcome.pending
             asked = await self._next(agent)
             decide = None if asked is None else asked[1]
             if decide is not None and decide.route is not None:
@@ -294,6 +292,7 @@ class SeamkitRun:
                     agent, given, None if decide is None else decide.value(), options
                 )
             except seamkit.SeamkitError as exc:  # decisions that do not fit: still waiting
+                self._state = "suspended"
                 if asked is not None:
                     self._answers[asked[0]] = str(exc)
                 continue
@@ -314,23 +313,37 @@ class SeamkitRun:
             )
         try:
             await workflow.wait_condition(lambda: bool(self._inbox), timeout=timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return None
         return self._inbox.pop(0)
 
     async def _round(
         self, agent: seamkit.Agent, given: RunInput, input: Any, options: dict[str, Any]
     ) -> seamkit.RunResult:
-        """One `Agent.run` (streamed when the caller follows it)."""
+        """One `Agent.run` (streamed when the caller follows it); its result
+        is the ``outcome`` update's answer. Its `RunFinished` leaves last,
+        once the session is saved and the workflow waits for decisions (a
+        caller that decides on seeing it finds the run waiting)."""
+        finished: RunFinished | None = None
         if not given.streaming:
-            return await agent.run(input, **options)
-        result: seamkit.RunResult | None = None
-        events: AsyncIterator[Event] = agent.stream(input, **options)
-        async for event in events:
-            self._emit(event)
-            if isinstance(event, RunFinished):
-                result = event.result
-        assert result is not None
+            result = await agent.run(input, **options)
+        else:
+            events: AsyncIterator[Event] = agent.stream(input, **options)
+            async for event in events:
+                if isinstance(event, RunFinished):
+                    finished = event
+                else:
+                    self._emit(event)
+            assert finished is not None
+            result = finished.result
+        if isinstance(result.outcome, seamkit.Suspended) and (
+            given.session is not None or result.suspended is not None
+        ):
+            self._state, self._pending = "suspended", result.outcome.pending
+        self._rounds += 1
+        self._last = result
+        if finished is not None:
+            self._emit(finished)
         return result
 
     def _emit(self, event: Event) -> None:
@@ -343,7 +356,16 @@ class SeamkitRun:
     @workflow.query(name="status")
     def status(self) -> RunStatus:
         """What the run is doing, and the calls that wait for decisions."""
-        return RunStatus(state=self._state, pending=self._pending)
+        return RunStatus(state=self._state, pending=self._pending, rounds=self._rounds)
+
+    @workflow.update(name="outcome")
+    async def outcome(self, after: int) -> seamkit.RunResult:
+        """The result of the latest run once more than ``after`` runs ended
+        or suspended (0: the first run's): what a caller that does not
+        follow the events waits for (the workflow of a suspended run goes on)."""
+        await workflow.wait_condition(lambda: self._rounds > after)
+        assert self._last is not None
+        return self._last
 
     @workflow.update(name="decide")
     async def decide(self, given: DecideInput) -> seamkit.RunResult:

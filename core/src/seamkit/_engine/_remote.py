@@ -22,6 +22,7 @@ from .. import flow as F
 from .._context import ActionContext, CallInfo, HookContext, Scratchpad
 from .._errors import HookError, SeamkitError
 from .._events import EVENTS, HookEvent
+from .._patch import RequestPatch
 from .._secret import Redactor
 from .._tool import Tool
 from .._types import Diagnostic, Message, ModelRequest, ModelTurn, RunResult, ToolCall, ToolResult
@@ -117,7 +118,22 @@ _FLOWS: dict[str, type] = {
     for name in F.__all__
     if is_dataclass(kind := getattr(F, name)) and isinstance(kind, type)
 }
-_FLOW_ADAPTERS: dict[str, TypeAdapter[Any]] = {n: TypeAdapter(k) for n, k in _FLOWS.items()}
+_NAMESPACE: dict[str, Any] = {
+    "Message": Message,
+    "RequestPatch": RequestPatch,
+    "ToolCall": ToolCall,
+    "ToolResult": ToolResult,
+}
+"""What the flows' annotations name (`seamkit.flow` imports them for type checkers only)."""
+
+
+def _flow_adapter(kind: type) -> TypeAdapter[Any]:
+    adapter: TypeAdapter[Any] = TypeAdapter(kind)
+    adapter.rebuild(_types_namespace=_NAMESPACE)
+    return adapter
+
+
+_FLOW_ADAPTERS: dict[str, TypeAdapter[Any]] = {n: _flow_adapter(k) for n, k in _FLOWS.items()}
 
 
 class HookCall(BaseModel):

@@ -1,0 +1,232 @@
+"""Runs of the examples on Temporal (a real dev server, a real worker, the
+official SDK) leave what the same runs in process leave, and a run's events
+reach its caller live.
+
+- The memory example (tool-call injection on ``on_request_start`` and
+  ``on_completion``, a TTL refresh condition), the guarded example (a secret
+  masked as it streams, a guard on tool results, a guard on the text) and the
+  refund example (an approval, then the decision) each leave the same
+  transcript and session state as in process.
+- A streaming tool's chunks reach the caller while the tool runs (p95 of the
+  delay from chunk to caller, measured).
+- A suspended run waits in its workflow; a decision for a call it does not
+  wait on is refused and leaves no history; a context holding a `Secret` is
+  refused before anything starts; the recorded history replays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import shutil
+import statistics
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import seamkit
+from seamkit.stream import RunFinished, ToolOutputDelta
+from seamkit_temporal import TemporalRunner, connect, serve, workflow_id
+from seamkit_temporal._workflow import SeamkitRun
+from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+if TYPE_CHECKING:
+    from tests.plugins.temporal_server import TemporalDevServer
+
+pytest_plugins = ["tests.plugins.temporal_server"]
+
+EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
+_IDS = re.compile(r"\b(call_)?[0-9a-f]{24,32}\b")
+_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+def _app(tmp_path: Path, name: str, where: str) -> Path:
+    """A copy of example ``name`` in ``tmp_path/where`` (its own store)."""
+    target = tmp_path / where / name
+    shutil.copytree(EXAMPLES / name, target)
+    return target / "app.yaml"
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    server: TemporalDevServer, *agents: seamkit.Agent, queue: str = "q"
+) -> AsyncIterator[TemporalRunner]:
+    """A worker (in this process) for ``agents``, and a runner for its queue."""
+    client = await connect(server.address)
+    ready: list[asyncio.Event] = []
+    tasks = []
+    for agent in agents:
+        event = asyncio.Event()
+        ready.append(event)
+        tasks.append(asyncio.create_task(serve(agent, client, queue, ready=event.set)))
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in ready)), 30)
+    try:
+        async with TemporalRunner(client, queue) as runner:
+            yield runner
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _normal(value: object) -> object:
+    """``value`` as JSON with run-made ids and times replaced by their order
+    of appearance (the same run elsewhere draws other ones)."""
+    text = json.dumps(value, sort_keys=True, default=str)
+    seen: dict[str, str] = {}
+    text = _IDS.sub(lambda m: seen.setdefault(m.group(0), f"<id{len(seen)}>"), text)
+    text = _TIMES.sub("<time>", text)
+    return json.loads(text)
+
+
+async def _session(agent: seamkit.Agent, name: str) -> tuple[object, object]:
+    stored = await agent.session_store().load(name)
+    assert stored is not None
+    transcript = [m.model_dump(mode="json") for m in stored.transcript]
+    return _normal(transcript), _normal(dict(stored.state))
+
+
+async def test_the_memory_example_leaves_what_it_leaves_in_process(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    here = await seamkit.Agent.load(_app(tmp_path, "memory", "here"))
+    there = await seamkit.Agent.load(_app(tmp_path, "memory", "there"))
+    messages = ["I like green tea", "What do I like?"]
+    async with _serving(temporal_dev_server, there) as runner:
+        for text in messages:
+            context: dict[str, Any] = {"user": "alice", "memory_dir": str(tmp_path / "there")}
+            result = await runner.run("memory", text, session="alice", context=context)
+            assert result.outcome.kind == "completed", result.outcome
+    for text in messages:
+        context = {"user": "alice", "memory_dir": str(tmp_path / "here")}
+        await here.run(text, session="alice", context=context)
+    assert await _session(there, "alice") == await _session(here, "alice")
+    remembered = json.loads((tmp_path / "there" / "memories.json").read_text())
+    assert remembered == {"alice": messages}  # the on_completion hook's tool ran, once each
+
+
+async def test_the_guarded_example_masks_and_blocks_as_in_process(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    here = await seamkit.Agent.load(_app(tmp_path, "guarded", "here"))
+    there = await seamkit.Agent.load(_app(tmp_path, "guarded", "there"))
+    question = "What does the status page say?"
+    async with _serving(temporal_dev_server, there) as runner:
+        events = [e async for e in runner.stream("guarded", question, session="g")]
+    finished = events[-1]
+    assert isinstance(finished, RunFinished)
+    in_process = await here.run(question, session="g")
+    assert finished.result.outcome == in_process.outcome
+    assert await _session(there, "g") == await _session(here, "g")
+    streamed = json.dumps([repr(e) for e in events])
+    assert "tok-demo-4f9a1c77e2" not in streamed  # the secret never left the worker
+    assert "tok-demo-4f9a1c77e2" not in json.dumps(await _session(there, "g"))
+
+
+async def test_an_approval_waits_in_the_workflow_and_its_decision_continues_it(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    here = await seamkit.Agent.load(_app(tmp_path, "refund", "here"))
+    there = await seamkit.Agent.load(_app(tmp_path, "refund", "there"))
+    async with _serving(temporal_dev_server, there) as runner:
+        first = await runner.run("refund", "Refund order A1", session="r")
+        assert isinstance(first.outcome, seamkit.Suspended)
+        (pending,) = first.outcome.pending
+        status = await runner.status("r")
+        assert status is not None and status.state == "suspended"
+        with pytest.raises(seamkit.ResumeError, match="no pending call has the id 'call_forged'"):
+            await runner.decide("r", seamkit.Decisions({"call_forged": seamkit.Approve()}))
+        with pytest.raises(seamkit.ResumeError, match="waiting for a decision"):
+            await runner.run("refund", "Another thing", session="r")
+        done = await runner.decide("r", seamkit.Decisions({pending.call_id: seamkit.Approve()}))
+        assert done.outcome.kind == "completed"
+        assert done.output == "Done. Order A1 was refunded 250 EUR."
+        handle = runner.client.get_workflow_handle(workflow_id("refund", "r"))
+        history = await handle.fetch_history()
+    kinds = [e.event_type for e in history.events]
+    # the forged decision left nothing: one accepted update, the real one
+    assert kinds.count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) == 2
+    first_here = await here.run("Refund order A1", session="r")
+    assert isinstance(first_here.outcome, seamkit.Suspended)
+    call_id = first_here.outcome.pending[0].call_id
+    await here.run(seamkit.Decisions({call_id: seamkit.Approve()}), session="r")
+    assert await _session(there, "r") == await _session(here, "r")
+    replayer = Replayer(
+        workflows=[SeamkitRun],
+        data_converter=pydantic_data_converter,
+        workflow_runner=SandboxedWorkflowRunner(
+            restrictions=SandboxRestrictions.default.with_passthrough_all_modules()
+        ),
+    )
+    from seamkit_temporal._served import serve_agent  # lazy: the replay needs the agent served
+
+    serve_agent(there)
+    await replayer.replay_workflow(history)  # raises on a nondeterminism
+
+
+async def test_a_secret_in_the_context_is_refused_before_anything_starts(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    there = await seamkit.Agent.load(_app(tmp_path, "hello", "there"))
+    client = await connect(temporal_dev_server.address)
+    runner = TemporalRunner(client, "nobody-serves-this")
+    with pytest.raises(seamkit.SeamkitError, match="context value 'token'") as caught:
+        await runner.run(there, "hi", context={"token": seamkit.Secret("s3cr3t-canary")})  # type: ignore[dict-item]
+    assert "s3cr3t-canary" not in str(caught.value)
+
+
+TICKER = '''
+import asyncio, time
+import seamkit
+
+@seamkit.tool(effects="none")
+async def ticker(count: int):
+    """Say the time, count times, a tenth of a second apart."""
+    for _ in range(count):
+        await asyncio.sleep(0.1)
+        yield f"{time.time():.6f};"
+'''
+
+TICKER_SCRIPT = """
+turns:
+  - tool_calls: [{id: call_tick, name: ticker, arguments: {count: 30}}]
+  - text: ticked
+"""
+
+TICKER_APP = """
+name: ticker
+model: scripted:script.yaml
+tools:
+  - {kind: function, ref: ticker_tools}
+"""
+
+
+async def test_a_tools_output_reaches_the_caller_while_the_tool_runs(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    (tmp_path / "ticker_tools.py").write_text(TICKER)
+    (tmp_path / "script.yaml").write_text(TICKER_SCRIPT)
+    (tmp_path / "app.yaml").write_text(TICKER_APP)
+    agent = await seamkit.Agent.load(tmp_path / "app.yaml")
+    delays: list[float] = []
+    async with _serving(temporal_dev_server, agent) as runner:
+        async for event in runner.stream("ticker", "tick"):
+            if isinstance(event, ToolOutputDelta):
+                now = time.time()
+                for stamp in filter(None, event.text.split(";")):
+                    delays.append(now - float(stamp))
+            last = event
+    assert isinstance(last, RunFinished) and last.result.output == "ticked"
+    assert len(delays) == 30
+    p95 = statistics.quantiles(delays, n=20)[-1]
+    print(
+        f"chunk -> caller: median {statistics.median(delays) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+    )
+    assert p95 <= 0.250

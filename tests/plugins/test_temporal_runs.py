@@ -229,3 +229,35 @@ async def test_a_tools_output_reaches_the_caller_while_the_tool_runs(
     median = statistics.median(delays)
     print(f"chunk -> caller: median {median * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
     assert p95 <= 0.250
+
+
+async def test_an_approval_expires_on_a_durable_timer(
+    temporal_test_server: Path, tmp_path: Path
+) -> None:
+    from temporalio.testing import WorkflowEnvironment  # lazy: only this test skips time
+
+    app = _app(tmp_path, "refund", "there")
+    app.write_text(app.read_text() + "settings:\n  approval_expires_seconds: 3600\n")
+    agent = await seamkit.Agent.load(app)
+    async with await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(temporal_test_server),
+        data_converter=pydantic_data_converter,
+    ) as env:
+        ready = asyncio.Event()
+        worker = asyncio.create_task(serve(agent, env.client, "q", ready=ready.set))
+        await asyncio.wait_for(ready.wait(), 30)
+        try:
+            runner = TemporalRunner(env.client, "q")
+            first = await runner.run("refund", "Refund order A1", session="late")
+            assert isinstance(first.outcome, seamkit.Suspended)
+            await env.sleep(3601)  # an hour passes, in no time: the timer fires
+            handle = env.client.get_workflow_handle_for(
+                SeamkitRun.run, workflow_id("refund", "late")
+            )
+            result = await handle.result()
+        finally:
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
+    assert result.outcome.kind == "completed"
+    (refund,) = [m for m in result.transcript if m.tool_call_id == "call_refund"]
+    assert "approval expired" in str(refund.content)

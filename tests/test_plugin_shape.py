@@ -1,7 +1,8 @@
 """Plugins of one shape (issue 26): every entry module offers its names from
 one `seamkit.plugins.lazy_module` table, which its ``if TYPE_CHECKING:``
 block spells out; every import inside a function gives its reason; every
-exception is a `seamkit.SeamkitError`; config models live in ``_config.py``;
+exception is a `seamkit.SeamkitError`; config models (what a manifest
+validates) live in ``_config.py``;
 and what serving plugins share (the socket, trace context) and the Secret to
 JSON fallback come from the kernel, never from a copy."""
 
@@ -219,12 +220,20 @@ def test_every_exception_a_plugin_defines_is_a_seamkit_error() -> None:
 
 
 def test_config_models_live_in_config_modules() -> None:
+    """What a manifest validates (a kind's config, a plugin's section) lives
+    in ``_config.py``; other pydantic models (what a plugin sends over a
+    wire) live with the code that sends them."""
+    sections = {info.model for info in seamkit.plugins.get_registry().sections.values()}
     wrong = [
         f"{module}.{cls.__name__}"
         for module, cls in _classes()
-        if issubclass(cls, BaseModel) and module.rsplit(".", 1)[-1] != "_config"
+        if issubclass(cls, BaseModel)
+        and (issubclass(cls, seamkit.KindConfig | seamkit.ModelConfig) or cls in sections)
+        and module.rsplit(".", 1)[-1] != "_config"
     ]
     assert not wrong
+    configs = [cls for module, cls in _classes() if module.rsplit(".", 1)[-1] == "_config"]
+    assert any(issubclass(cls, seamkit.KindConfig) for cls in configs)  # (the check sees them)
 
 
 def test_no_plugin_binds_a_socket_or_carries_trace_context_itself() -> None:

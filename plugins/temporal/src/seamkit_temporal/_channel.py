@@ -42,7 +42,7 @@ from typing import Any, cast
 import h11
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
-from seamkit import Output
+from seamkit import Output, SeamkitError
 from seamkit.plugins import listening_socket
 from seamkit.stream import ObservedEvent, RunFinished
 
@@ -105,7 +105,9 @@ class _Inlet:
     consumed: bool = False
 
 
-class _Refused(Exception):
+class _Refused(SeamkitError):
+    """A request the inbox refuses: the status it answers, and why."""
+
     def __init__(self, status: int, reason: str) -> None:
         super().__init__(reason)
         self.status = status

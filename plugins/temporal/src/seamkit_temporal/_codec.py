@@ -28,7 +28,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
 )
-from seamkit import Output
+from seamkit import Output, SeamkitError
 from seamkit.stream import (
     CallDecided,
     CallInDoubt,
@@ -84,7 +84,7 @@ EVENT_TYPES: tuple[type, ...] = (
 """Every event type the codec knows: the streamed ones, then the observed ones."""
 
 
-class EventDecodeError(ValueError):
+class EventDecodeError(SeamkitError, ValueError):
     """What was received is not an event: not JSON, not an envelope, an
     unknown event type, or fields that do not fit the type."""
 

@@ -17,6 +17,7 @@ reach its caller live.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import re
@@ -33,6 +34,7 @@ from seamkit.stream import RunFinished, ToolOutputDelta
 from seamkit_temporal import TemporalRunner, connect, serve, workflow_id
 from seamkit_temporal._workflow import SeamkitRun
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -86,6 +88,27 @@ def _normal(value: object) -> object:
     return json.loads(text)
 
 
+async def _history_text(handle: WorkflowHandle[Any, Any]) -> str:
+    """Every payload of a workflow's history, decoded, in one text."""
+    history = await handle.fetch_history()
+    texts: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, dict):
+            data = value.get("data")
+            if isinstance(data, str):
+                with contextlib.suppress(ValueError):
+                    texts.append(base64.b64decode(data).decode("utf-8", "replace"))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(json.loads(history.to_json()))
+    return "\n".join(texts)
+
+
 async def _session(agent: seamkit.Agent, name: str) -> tuple[object, object]:
     stored = await agent.session_store().load(name)
     assert stored is not None
@@ -120,6 +143,10 @@ async def test_the_guarded_example_masks_and_blocks_as_in_process(
     question = "What does the status page say?"
     async with _serving(temporal_dev_server, there) as runner:
         events = [e async for e in runner.stream("guarded", question, session="g")]
+        handle = runner.client.get_workflow_handle(workflow_id("guarded", "g"))
+        history = await _history_text(handle)
+    assert "tok-demo-4f9a1c77e2" not in history  # nor in Temporal's history
+    assert "desk_status" in history  # (the payloads are read)
     finished = events[-1]
     assert isinstance(finished, RunFinished)
     in_process = await here.run(question, session="g")

@@ -288,3 +288,18 @@ async def test_an_approval_expires_on_a_durable_timer(
     assert result.outcome.kind == "completed"
     (refund,) = [m for m in result.transcript if m.tool_call_id == "call_refund"]
     assert "approval expired" in str(refund.content)
+
+
+async def test_a_retried_request_gets_the_first_runs_result_and_runs_nothing_again(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    app = _app(tmp_path, "refund", "there")
+    app.write_text(app.read_text().replace("sessions:\n  store: refunds.sqlite\n", ""))
+    agent = await seamkit.Agent.load(app)
+    async with _serving(temporal_dev_server, agent) as runner:
+        first = await runner.run("refund", "Look up A1", request_id="req-1")
+        again = await runner.run("refund", "Look up A1", request_id="req-1")
+        await runner.run("refund", "Look up A1", request_id="req-2")  # another request runs
+    assert again == first
+    runs = await runner.client.count_workflows("WorkflowType = 'seamkit.run'")
+    assert runs.count == 2

@@ -23,6 +23,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from seamkit.stream import ObservedEvent, RunFinished
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -54,11 +55,14 @@ _CONTEXT: TypeAdapter[dict[str, JsonValue]] = TypeAdapter(dict[str, JsonValue])
 Input = str | seamkit.Message | Sequence[seamkit.Message]
 
 
-def workflow_id(app: str, session: str | None) -> str:
+def workflow_id(app: str, session: str | None, request_id: str | None = None) -> str:
     """The workflow id of a run: ``seamkit/session/NAME`` for a session
-    (one session, one workflow at a time), else a fresh one."""
+    (one session, one workflow at a time); ``seamkit/request/APP/ID`` for a
+    request the caller named (its retries find that run); else a fresh one."""
     if session is not None:
         return f"seamkit/session/{session}"
+    if request_id is not None:
+        return f"seamkit/request/{app}/{request_id}"
     return f"seamkit/run/{app}/{uuid.uuid4().hex}"
 
 
@@ -110,11 +114,20 @@ class TemporalRunner:
         *,
         session: str | None = None,
         context: Mapping[str, JsonValue] | None = None,
+        request_id: str | None = None,
     ) -> seamkit.RunResult:
         """Run ``input`` on the app's workers; its result once it ends or
-        suspends (a suspended run waits in its workflow: `decide`)."""
+        suspends (a suspended run waits in its workflow: `decide`).
+
+        ``request_id`` (a run without a session) names the request: a retry
+        with the same id (after a time-out, a lost answer) gets the first
+        run's result and runs nothing again, for as long as Temporal keeps
+        the workflow (its namespace's retention)."""
         given = _input(agent_or_app, input, None, session, context, False, None)
-        handle = await self._start(given)
+        if session is not None or request_id is None:
+            handle = await self._start(given)
+        else:
+            handle = await self._attach(given, workflow_id(given.app, None, request_id))
         return await _result(_outcome(handle, 0), session)
 
     async def stream(
@@ -210,6 +223,22 @@ class TemporalRunner:
         except WorkflowAlreadyStartedError:
             raise await self._busy(wid, given.session) from None
 
+    async def _attach(
+        self, given: RunInput, wid: str
+    ) -> WorkflowHandle[SeamkitRun, seamkit.RunResult]:
+        """The run of ``wid``: started now, or the one started before."""
+        try:
+            return await self.client.start_workflow(
+                SeamkitRun.run,
+                given,
+                id=wid,
+                task_queue=self.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            )
+        except WorkflowAlreadyStartedError:  # it ended: its result stays
+            return self.client.get_workflow_handle_for(SeamkitRun.run, wid)
+
     async def _busy(self, wid: str, session: str | None) -> seamkit.SeamkitError:
         """What a run of a session whose workflow still runs is told."""
         status = await _status(self.client.get_workflow_handle_for(SeamkitRun.run, wid))
@@ -287,10 +316,14 @@ async def _outcome(
     while True:
         try:
             return cast("seamkit.RunResult", await handle.execute_update(SeamkitRun.outcome, after))
-        except RPCError as exc:  # no worker took it in the call's deadline: ask again
-            if exc.status != RPCStatusCode.DEADLINE_EXCEEDED:
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
+                continue  # no worker took it in the call's deadline: ask again
+            described = await handle.describe()
+            if described.status == WorkflowExecutionStatus.RUNNING:
                 raise
-        except WorkflowUpdateFailedError:  # the workflow ended: its result says how
+            return await handle.result()  # it ended: its result says how
+        except WorkflowUpdateFailedError:  # it ended meanwhile
             return await handle.result()
 
 

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 pytest_plugins = ["tests.plugins.temporal_server"]
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
-_IDS = re.compile(r"\b(call_)?[0-9a-f]{24,32}\b")
+_IDS = re.compile(r"\b(call_)?[0-9a-f]{24,64}\b")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
 
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import is_dataclass
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, JsonValue, TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
 
 from .. import flow as F
 from .._context import ActionContext, CallInfo, HookContext, Scratchpad
@@ -136,6 +138,13 @@ def _flow_adapter(kind: type) -> TypeAdapter[Any]:
 _FLOW_ADAPTERS: dict[str, TypeAdapter[Any]] = {n: _flow_adapter(k) for n, k in _FLOWS.items()}
 
 
+def _plain(value: object) -> object:
+    """A read-only mapping (a patch's ``additional_params``) as the dict it shows."""
+    if isinstance(value, MappingProxyType):
+        return dict(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
 class HookCall(BaseModel):
     """One event's hooks to run on a worker: the event, its arguments (as
     JSON) and the run's context."""
@@ -178,7 +187,7 @@ class HookAnswer(BaseModel):
     @classmethod
     def of(cls, decided: Dispatched, ctx: HookContext) -> HookAnswer:
         name = type(decided.flow).__name__
-        value = _FLOW_ADAPTERS[name].dump_python(decided.flow, mode="json")
+        value = to_jsonable_python(decided.flow, fallback=_plain)
         return cls(flow=name, value=value, hook=decided.hook, state=ContextState.of(ctx))
 
     def dispatched(self, ctx: HookContext, event: HookEvent) -> Dispatched:

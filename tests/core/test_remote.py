@@ -109,6 +109,9 @@ class Loopback:
     def new_id(self) -> str:
         return uuid.uuid4().hex
 
+    def live(self) -> bool:
+        return True
+
     async def refresh(self) -> tuple[seamkit.Diagnostic, ...]:
         return await self.agent.refresh_tools()
 

@@ -400,7 +400,7 @@ class Agent:
             messages = [*_answer_dangling(history), *_messages(input)]
         if journal is not None and not plan.effectful and resume is None:
             journal = None  # nothing it could run twice: nothing to journal
-        emit = emitter(ctx, stream, plan.dispatcher.observers)
+        emit = emitter(ctx, stream, plan.dispatcher.observers, executor)
         return RunState(
             plan,
             ctx,

@@ -266,11 +266,15 @@ class RunState:
 
 
 def emitter(
-    ctx: HookContext, stream: Callable[[Event], None] | None, observers: Sequence[Observer]
+    ctx: HookContext,
+    stream: Callable[[Event], None] | None,
+    observers: Sequence[Observer],
+    executor: RunExecutor | None = None,
 ) -> Emit | None:
     """One callable for the run's events: the stream gets the types it yields,
-    every observer gets every event. ``None`` when nobody listens, so an
-    unobserved, unstreamed run makes no event objects at all."""
+    every observer gets every event (but those a durable runner replays:
+    ``executor.live()``). ``None`` when nobody listens, so an unobserved,
+    unstreamed run makes no event objects at all."""
     if not observers:
         if stream is None:
             return None
@@ -279,6 +283,8 @@ def emitter(
     def emit(event: ObservedEvent) -> None:
         if stream is not None and type(event) in STREAMED:
             stream(event)  # type: ignore[arg-type]
+        if executor is not None and not executor.live():
+            return  # observed when it happened
         for observer in observers:
             try:
                 observer(ctx, event)

@@ -64,6 +64,11 @@ class RunExecutor(Protocol):
         """A fresh id of 32 hex digits (run ids, call ids, idempotency keys)."""
         ...
 
+    def live(self) -> bool:
+        """Whether the run happens now (``False`` while a durable runner
+        replays what happened before): observers see only live events."""
+        ...
+
     async def refresh(self) -> tuple[Diagnostic, ...]:
         """Refresh the agent's tool sources (`Agent.refresh_tools`) where I/O
         is allowed; the diagnostics it returned."""

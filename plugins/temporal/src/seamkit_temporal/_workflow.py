@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 
@@ -138,6 +138,9 @@ class WorkflowExecutor:
     def new_id(self) -> str:
         return workflow.uuid4().hex
 
+    def live(self) -> bool:
+        return not workflow.unsafe.is_replaying()
+
     async def refresh(self) -> tuple[seamkit.Diagnostic, ...]:
         notes = await workflow.execute_local_activity(
             refresh_tools, self.app, start_to_close_timeout=_LOCAL_TIMEOUT
@@ -168,7 +171,7 @@ class WorkflowExecutor:
         call: seamkit.ToolCall,
         ctx: seamkit.HookContext,
         info: seamkit.CallInfo | None,
-        on_chunk: Any,
+        on_chunk: Callable[[str], None] | None,
     ) -> seamkit.ToolResult:
         given = ToolInput(
             app=self.app,

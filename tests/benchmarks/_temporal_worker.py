@@ -3,23 +3,36 @@
 
 VARIANT is ``floor`` (`_temporal_floor`), ``pydantic_ai`` or
 ``pydantic_ai_durability`` (`_temporal_pai`, which needs pydantic-ai in this
-interpreter's environment). The worker serves TASK_QUEUE until SIGTERM or
+interpreter's environment), ``seamkit`` or ``seamkit_none`` (`seamkit_temporal.serve`
+for ``bench_temporal.build_agent``'s agent, its tool ``effects: once``, a regular
+activity, or ``none``, a local activity; what ``seamkit temporal worker`` does
+for an app). The worker serves TASK_QUEUE until SIGTERM or
 SIGINT; the benchmark knows it is up when the task queue has pollers.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-VARIANTS = ("floor", "pydantic_ai", "pydantic_ai_durability")
+if TYPE_CHECKING:
+    from seamkit import Effects
+
+VARIANTS = ("floor", "pydantic_ai", "pydantic_ai_durability", "seamkit", "seamkit_none")
+SEAMKIT: dict[str, Effects] = {"seamkit": "once", "seamkit_none": "none"}
+"""The seamkit variants: their tool's effects."""
 
 
 async def serve(variant: str, address: str, task_queue: str) -> None:
+    if variant in SEAMKIT:
+        await _serve_seamkit(SEAMKIT[variant], address, task_queue)
+        return
     if variant == "floor":
         from tests.benchmarks import _temporal_floor as floor  # lazy: the variant's own code
 
@@ -45,6 +58,23 @@ async def serve(variant: str, address: str, task_queue: str) -> None:
         loop.add_signal_handler(sig, stop.set)
     async with worker:
         await stop.wait()
+
+
+async def _serve_seamkit(effects: Effects, address: str, task_queue: str) -> None:
+    """``seamkit_temporal.serve`` for the benchmark's agent until SIGTERM or SIGINT."""
+    import seamkit_temporal  # lazy: the variant's own code
+
+    from tests.benchmarks.bench_temporal import build_agent  # lazy: imports seamkit
+
+    client = await seamkit_temporal.connect(address)
+    serving = asyncio.ensure_future(
+        seamkit_temporal.serve(build_agent(effects), client, task_queue)
+    )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, serving.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await serving
 
 
 def main(argv: list[str]) -> int:

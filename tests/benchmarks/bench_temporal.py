@@ -23,10 +23,14 @@ client, the default data converter), the same for all:
 - ``pydantic_ai_durability``: the same agent with the ``TemporalDurability``
   capability, the path pydantic-ai now recommends (it deprecates
   ``TemporalAgent``), reported beside it;
-- ``seamkit``: ``seamkit temporal worker`` for the app and
-  ``TemporalRunner(client, task_queue).run(agent, "go")`` (see
-  `seamkit_worker_argv` and `seamkit_temporal_run`; omitted, and said so,
-  until they are built).
+- ``seamkit``: a worker process running ``seamkit_temporal.serve`` for the
+  in-process variant's agent (what ``seamkit temporal worker APP`` does;
+  `seamkit_worker_argv`) and ``TemporalRunner(client, task_queue).run(app,
+  "go")`` (`seamkit_temporal_run`); ``add`` has the default ``effects: once``,
+  so each call is a regular activity, as the floor's and pydantic-ai's are;
+- ``seamkit_none``: the same with ``add`` declared ``effects: none``, so each
+  call is a local activity (run in the workflow task's worker, no task queue
+  round trip), reported beside it, without a target.
 
 Fairness (design note, section 6): the same tool concurrency on both sides (8),
 the SDK's sandboxed workflow runner everywhere, the same client, server and
@@ -39,14 +43,18 @@ Per activity kind: every timed workflow's history is read back
 (`activity_times`), and each activity type's scheduled -> started (queue wait)
 and started -> completed (execution) times are reported, with the workflow
 tasks' and the whole workflow's times (first to last event), from the server's
-timestamps.
+timestamps; local activities (seamkit's ``seamkit.refresh`` and ``effects: none``
+tools) are counted from their markers, not timed (see `_local_activity`).
 
 Ratios, in the harness' "ratio <= target" form (milliseconds per run):
 
 - ``temporal/seamkit``: over ``temporal/pydantic_ai``, target 1.0 (over the
   floor, without a target, when pydantic-ai is not measured);
-- ``temporal/pydantic_ai``, ``temporal/pydantic_ai_durability`` and
-  ``temporal/seamkit_vs_floor``: over ``temporal/floor``, without a target;
+- ``temporal/seamkit_none``: over ``temporal/pydantic_ai`` (or the floor),
+  without a target;
+- ``temporal/pydantic_ai``, ``temporal/pydantic_ai_durability``,
+  ``temporal/seamkit_vs_floor`` and ``temporal/seamkit_none_vs_floor``: over
+  ``temporal/floor``, without a target;
 - ``temporal/floor``: over ``in_process`` (the baseline), without a target;
 - ``p95/<variant>``: a variant's p95 over its own median (the tail's spread).
 
@@ -80,12 +88,19 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import Any
 
-from seamkit import Agent
+from seamkit import Agent, Effects
 from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
+from temporalio.client import (
+    Client,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowInput,
+    WorkflowHandle,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from tests.benchmarks._harness import ROOT, figure, print_rows, result, verdict
 from tests.benchmarks.bench_per_run import ADD, ANSWER, USER_TEXT, FakeModel
@@ -93,9 +108,10 @@ from tests.plugins.temporal_server import NAMESPACE, TemporalDevServer
 
 K = 8
 TOOL_CONCURRENCY = 8  # pydantic-ai runs a turn's tool calls concurrently
-TEMPORAL_VARIANTS = ("floor", "pydantic_ai", "pydantic_ai_durability", "seamkit")
+TEMPORAL_VARIANTS = ("floor", "pydantic_ai", "pydantic_ai_durability", "seamkit", "seamkit_none")
 VARIANTS = ("in_process", *TEMPORAL_VARIANTS)
 PEERS = ("pydantic_ai", "pydantic_ai_durability")
+SEAMKIT = ("seamkit", "seamkit_none")
 TARGET = 1.0  # seamkit on Temporal over pydantic-ai's TemporalAgent
 
 FULL_ROUNDS = 30
@@ -122,49 +138,94 @@ SHOWN = {
     "pydantic_ai": "pydantic-ai TemporalAgent(agent).run(...) in a workflow",
     "pydantic_ai_durability": "pydantic-ai Agent(capabilities=[TemporalDurability()])",
     "seamkit": 'TemporalRunner(client, task_queue).run(agent, "go")',
+    "seamkit_none": "the same, its tool effects: none (local activities)",
 }
 
 RunOnce = Callable[[Client, str], Awaitable[tuple[str, str]]]
 """One run of a Temporal variant on a task queue: (its answer, its workflow id)."""
 
 
-def build_agent() -> Agent:
+def build_agent(effects: Effects = "once") -> Agent:
     """The seamkit agent of W(0, 8): bench_per_run's model and tool, tools as
-    concurrent as pydantic-ai's."""
+    concurrent as pydantic-ai's; ``effects`` is the tool's (``once``, its
+    default, makes each call a regular activity on Temporal, ``none`` a local one)."""
     return Agent(
         model=FakeModel(K),
-        tools=[ADD],
+        tools=[ADD.replace(effects=effects)],
         settings={"tool_concurrency": TOOL_CONCURRENCY},
         plugin_hooks=False,
     )
 
 
-# ==== seamkit on Temporal: for the lead to fill in ===================================
+# ==== seamkit on Temporal ============================================================
 #
-# Until both raise nothing, the seamkit variant is omitted (and the benchmark says so).
-# The worker is started as a process like the others and is ready once the task queue
-# has pollers of both kinds; `seamkit_temporal_run` is timed by the caller, and the
-# workflow id it returns is read back for the time per activity kind.
+# The worker is a process like the others (`_temporal_worker`'s ``seamkit`` and
+# ``seamkit_none``: ``seamkit_temporal.serve`` for `build_agent`'s agent, what
+# ``seamkit temporal worker APP`` does), ready once the task queue has pollers of both
+# kinds; `seamkit_temporal_run` is timed by the caller, and the workflow id it returns
+# is read back for the time per activity kind.
 
 
-def seamkit_worker_argv(address: str, task_queue: str) -> list[str]:
-    """The command line of ``seamkit temporal worker`` serving `build_agent`'s app
-    on ``task_queue`` of the server at ``address`` (run from the repository's root)."""
-    raise NotImplementedError("seamkit's Temporal worker is not built yet")
+def seamkit_worker_argv(address: str, task_queue: str, variant: str = "seamkit") -> list[str]:
+    """The command line of a worker serving `build_agent`'s app on ``task_queue``
+    of the server at ``address`` (run from the repository's root)."""
+    return [sys.executable, "-m", "tests.benchmarks._temporal_worker", variant, address, task_queue]
+
+
+class _StartedIds(Interceptor):
+    """A client interceptor that keeps the id of every workflow the client starts
+    (`TemporalRunner.run` makes its own and returns the run's result only)."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        ids = self.ids
+
+        class Outbound(OutboundInterceptor):
+            async def start_workflow(self, input: StartWorkflowInput) -> WorkflowHandle[Any, Any]:
+                ids.append(input.id)
+                return await super().start_workflow(input)
+
+        return Outbound(next)
+
+
+_SEAMKIT_CLIENTS: dict[int, tuple[Client, _StartedIds]] = {}
+
+
+def _seamkit_client(client: Client) -> tuple[Client, _StartedIds]:
+    """``client``'s connection with the data converter seamkit's workflow needs
+    (`seamkit_temporal.connect`'s) and an interceptor that keeps the started ids."""
+    found = _SEAMKIT_CLIENTS.get(id(client))
+    if found is None:
+        started = _StartedIds()
+        config = client.config()
+        config["data_converter"] = pydantic_data_converter
+        config["interceptors"] = [*config["interceptors"], started]
+        found = _SEAMKIT_CLIENTS[id(client)] = (Client(**config), started)
+    return found
 
 
 async def seamkit_temporal_run(client: Client, task_queue: str) -> tuple[str, str]:
     """One W(0, 8) run through ``seamkit_temporal.TemporalRunner(client,
     task_queue).run(agent, USER_TEXT)``: its answer and its workflow id."""
-    raise NotImplementedError("seamkit's TemporalRunner is not built yet")
+    from seamkit_temporal import TemporalRunner  # lazy: the seamkit variants only
+
+    seamkit_client, started = _seamkit_client(client)
+    result = await TemporalRunner(seamkit_client, task_queue).run(_SEAMKIT_APP, USER_TEXT)
+    return result.output or "", started.ids[-1]
+
+
+_SEAMKIT_APP = build_agent().name
+"""The app name the seamkit workers serve (`build_agent`'s agent's)."""
 
 
 # =====================================================================================
 
 
 def _worker_argv(variant: str, address: str, task_queue: str) -> list[str]:
-    if variant == "seamkit":
-        return seamkit_worker_argv(address, task_queue)
+    if variant in SEAMKIT:
+        return seamkit_worker_argv(address, task_queue, variant)
     return [sys.executable, "-m", "tests.benchmarks._temporal_worker", variant, address, task_queue]
 
 
@@ -177,7 +238,7 @@ async def _run_peer(variant: str, client: Client, task_queue: str) -> tuple[str,
 
 
 def _runner(variant: str) -> RunOnce:
-    if variant == "seamkit":
+    if variant in SEAMKIT:
         return seamkit_temporal_run
 
     async def run(client: Client, task_queue: str) -> tuple[str, str]:
@@ -267,7 +328,7 @@ class Span:
     name: str
     kind: str
     waited: float | None  # scheduled -> started (None where the history has no start)
-    total: float  # scheduled -> completed (or closed)
+    total: float | None  # scheduled -> completed (or closed); None: not known
 
 
 LOCAL_ACTIVITY_MARKER = "core_local_activity"
@@ -290,25 +351,10 @@ def _kind(activity_type: str) -> str:
     return "other"
 
 
-def _rfc3339(value: Any) -> float | None:
-    """Seconds from a local-activity marker's time (an RFC 3339 string or
-    ``{"seconds", "nanos"}``), None when it is neither."""
-    if isinstance(value, dict):
-        return float(value.get("seconds", 0)) + float(value.get("nanos", 0)) / 1e9
-    if isinstance(value, str):
-        from datetime import datetime  # lazy: only for local activities
-
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
 def spans(events: Iterable[HistoryEvent]) -> list[Span]:
     """A history's activities (by activity type name: scheduled -> started ->
     completed, failed, timed out or canceled), local activities (from their
-    markers, when the marker carries its times), workflow tasks (scheduled ->
+    markers, counted only), workflow tasks (scheduled ->
     completed) and the workflow itself (first to last event)."""
     out: list[Span] = []
     scheduled: dict[int, tuple[str, float]] = {}
@@ -367,10 +413,12 @@ _ACTIVITY_ENDS = {
 
 
 def _local_activity(event: HistoryEvent) -> Span | None:
-    """A local activity's span from its marker: its original schedule time ->
-    its complete time, both the worker's (total 0 when the marker lacks them:
-    it says the activity ran, not how long). Indicative only: with temporalio
-    1.35 a local activity sleeping 20 ms showed 12.8 ms this way."""
+    """A local activity's span from its marker: counted, not timed. The marker's
+    ``original_schedule_time`` and ``complete_time`` do not measure it: with
+    temporalio 1.35 the complete time came 6 to 9 ms *before* the schedule time
+    in every seamkit history read (the schedule time is not the worker's wall
+    clock at scheduling), so a local activity's cost shows only in the workflow
+    task that ran it (and in an A/B of the run with and without it)."""
     attrs = event.marker_recorded_event_attributes
     if attrs.marker_name != LOCAL_ACTIVITY_MARKER or "data" not in attrs.details:
         return None
@@ -380,10 +428,7 @@ def _local_activity(event: HistoryEvent) -> Span | None:
     except ValueError:
         data = {}
     name = str(data.get("activity_type", "(local activity)"))
-    since = _rfc3339(data.get("original_schedule_time"))
-    done = _rfc3339(data.get("complete_time"))
-    total = done - since if since is not None and done is not None else 0.0
-    return Span(name, "local " + _kind(name), None, total)
+    return Span(name, "local " + _kind(name), None, None)
 
 
 async def activity_times(client: Client, workflow_id: str) -> list[Span]:
@@ -403,14 +448,15 @@ def summarize(per_run: list[list[Span]]) -> list[dict[str, Any]]:
     for (kind, name), group in groups.items():
         waits = [s.waited for s in group if s.waited is not None]
         med_wait = statistics.median(waits) * 1e3 if waits else None
-        med_total = statistics.median(s.total for s in group) * 1e3
+        totals = [s.total for s in group if s.total is not None]
+        med_total = statistics.median(totals) * 1e3 if totals else None
         rows.append(
             {
                 "kind": kind,
                 "name": name,
                 "per_run": len(group) / len(per_run),
                 "waited_ms": med_wait,
-                "ran_ms": None if med_wait is None else med_total - med_wait,
+                "ran_ms": None if med_wait is None or med_total is None else med_total - med_wait,
                 "total_ms": med_total,
             }
         )
@@ -620,6 +666,10 @@ def main(quick: bool = False) -> dict[str, Any]:
         else:
             add("temporal/seamkit", "seamkit", "temporal/floor")
         add("temporal/seamkit_vs_floor", "seamkit", "temporal/floor")
+    if "seamkit_none" in samples:  # reported beside it, without a target
+        peer = "temporal/pydantic_ai" if "pydantic_ai" in samples else "temporal/floor"
+        add("temporal/seamkit_none", "seamkit_none", peer)
+        add("temporal/seamkit_none_vs_floor", "seamkit_none", "temporal/floor")
     for name in [f["name"] for f in figures if "_vs_" not in f["name"]]:
         variant = name.removeprefix("temporal/")
         tail = p95(samples[variant].seconds) * 1e3

@@ -208,16 +208,24 @@ def test_the_gateway_targets_are_measured_against_litellm_and_the_floors() -> No
 def test_the_temporal_overhead_is_reported_per_activity_kind() -> None:
     """The Temporal benchmark reads every timed workflow's history back: the
     floor's W(0, 8) is 2 model activities and 8 tool activities a run, each
-    timed from the server's timestamps; a variant that is not measured (pydantic-ai
-    outside the benchmark's environment, seamkit's runner until it is built) says why."""
+    timed from the server's timestamps; seamkit's are 2 model activities and 8 tool
+    activities (local ones with ``effects: none``, counted from their markers) and
+    its tool sources' refresh, a local activity; a variant that is not measured
+    (pydantic-ai outside the benchmark's environment) says why."""
     res, printed = _quick("bench_temporal")
     rows = {r["name"]: r for r in res["activities"]["floor"]["rows"]}
     assert rows["model"]["per_run"] == 2 and rows["model"]["kind"] == "model"
     assert rows["add"]["per_run"] == 8 and rows["add"]["kind"] == "tool"
     assert rows["add"]["total_ms"] >= rows["add"]["ran_ms"] > 0
     assert rows["(workflow)"]["per_run"] == 1
+    for variant, tool_kind in (("seamkit", "tool"), ("seamkit_none", "local tool")):
+        kinds = {r["name"]: (r["kind"], r["per_run"]) for r in res["activities"][variant]["rows"]}
+        assert kinds["seamkit.model"] == ("model", 2), variant
+        assert kinds["seamkit.tool"] == (tool_kind, 8), variant
+        assert kinds["seamkit.refresh"] == ("local other", 1), variant
     names = {f["name"] for f in res["figures"]}
-    for variant in ("pydantic_ai", "pydantic_ai_durability", "seamkit"):
+    assert "seamkit" not in res["not_measured"] and "seamkit_none" not in res["not_measured"]
+    for variant in ("pydantic_ai", "pydantic_ai_durability", "seamkit", "seamkit_none"):
         assert (f"temporal/{variant}" in names) != (variant in res["not_measured"]), variant
     if "temporal/seamkit" in names and "temporal/pydantic_ai" in names:
         targeted = {f["name"]: f["target"] for f in res["figures"] if f["target"] is not None}

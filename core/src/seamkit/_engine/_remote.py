@@ -303,8 +303,8 @@ class Remote:
                 released=stop.released,
                 state=ContextState.of(ctx),
             )
-        except SeamkitError as exc:
-            return Asked(error=str(exc), state=ContextState.of(ctx))
+        except SeamkitError as exc:  # (its text may hold a secret: it goes into a record)
+            return Asked(error=ctx.redactor(str(exc)), state=ContextState.of(ctx))
         except Exception as exc:  # the model's own failure: the run reports it
             text = ctx.redactor(f"{type(exc).__name__}: {exc}")
             return Asked(error=text, state=ContextState.of(ctx))

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from seamkit.testing import build_agent
 from seamkit_temporal import workflow_id
 from seamkit_temporal._workflow import SeamkitRun
+from temporalio.client import WorkflowUpdateFailedError
 
 from tests.plugins.test_temporal_runs import _app, _history_text, _serving
 
@@ -106,9 +107,7 @@ async def test_arguments_a_hook_rewrote_with_a_secret_never_reach_the_tool_maske
     SEEN.clear()
     assert (await here.run("log in")).outcome.kind == "completed"
     assert SEEN == [CANARY]
-    there = await build_agent(
-        manifest, script=LOGIN_SCRIPT, tools=[login], hooks=[GivesTheToken()]
-    )
+    there = await build_agent(manifest, script=LOGIN_SCRIPT, tools=[login], hooks=[GivesTheToken()])
     SEEN.clear()
     async with _serving(temporal_dev_server, there) as runner:
         result = await runner.run("login", "log in", request_id="login")
@@ -213,21 +212,25 @@ HELD = asyncio.Event()
 ENTERED = asyncio.Event()
 
 
-class Holds:
-    """A hook that holds the run until the test lets it go."""
+@seamkit.tool(effects="once")
+async def hold() -> str:
+    """Hold the run until the test lets it go (a regular activity: the
+    workflow waits between its tasks meanwhile)."""
+    ENTERED.set()
+    await HELD.wait()
+    return "let go"
 
-    name = "holds"
 
-    @seamkit.hookimpl
-    async def on_request_start(self, ctx: seamkit.HookContext) -> None:
-        ENTERED.set()
-        await HELD.wait()
+HOLD_SCRIPT = [
+    {"tool_calls": [{"id": "call_hold", "name": "hold", "arguments": {}}]},
+    {"text": "hi"},
+]
 
 
 async def test_the_outcome_update_with_a_negative_count_does_not_wedge_the_run(
     temporal_dev_server: TemporalDevServer,
 ) -> None:
-    agent = await build_agent({"name": "holds"}, script=[{"text": "hi"}], hooks=[Holds()])
+    agent = await build_agent({"name": "holds"}, script=HOLD_SCRIPT, tools=[hold])
     HELD.clear()
     ENTERED.clear()
     async with _serving(temporal_dev_server, agent) as runner:
@@ -236,9 +239,8 @@ async def test_the_outcome_update_with_a_negative_count_does_not_wedge_the_run(
         handle = runner.client.get_workflow_handle_for(
             SeamkitRun.run, workflow_id("holds", None, "neg")
         )
-        asked = asyncio.ensure_future(handle.execute_update(SeamkitRun.outcome, -1))
-        await asyncio.sleep(1)
+        with pytest.raises(WorkflowUpdateFailedError):  # refused, leaving no history
+            await asyncio.wait_for(handle.execute_update(SeamkitRun.outcome, -1), 10)
         HELD.set()
         result = await asyncio.wait_for(started, 30)
         assert result.outcome.kind == "completed"
-        await asyncio.wait_for(asked, 10)  # answered too (the run's result), or refused

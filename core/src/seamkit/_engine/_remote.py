@@ -95,6 +95,15 @@ def _json(what: str, value: Mapping[str, Any]) -> dict[str, JsonValue]:
         ) from None
 
 
+def _state_or(ctx: HookContext, before: ContextState) -> ContextState:
+    """``ctx``'s state, or ``before`` when it cannot cross (the failure
+    that goes with it already ends the run)."""
+    try:
+        return ContextState.of(ctx)
+    except SeamkitError:
+        return before
+
+
 # --- what crosses: a hook dispatch ---------------------------------------------
 
 _TYPES: dict[str, Any] = {
@@ -285,12 +294,22 @@ class Remote:
             return HookAnswer(
                 flow="Continue",
                 hook=exc.hook,
-                state=ContextState.of(ctx),
+                state=_state_or(ctx, call.state),
                 failed=exc.message,
                 flow_name=exc.flow,
                 hint=exc.hint,
             )
-        return HookAnswer.of(decided, ctx)
+        try:
+            return HookAnswer.of(decided, ctx)
+        except SeamkitError as exc:  # a hook left what cannot cross: the run fails, once
+            # (raised, the dispatch would be retried: its hooks, and their tools, again)
+            return HookAnswer(
+                flow="Continue",
+                hook=decided.hook,
+                state=call.state,
+                failed=f"{call.event.value}: {exc.message}",
+                hint=exc.hint,
+            )
 
     async def ask(
         self,
@@ -312,13 +331,17 @@ class Remote:
                 released=stop.released,
                 state=ContextState.of(ctx),
             )
-        except SeamkitError as exc:
-            return Asked(error=str(exc), state=ContextState.of(ctx))
+        except SeamkitError as exc:  # (its text may hold a secret: it goes into a record)
+            return Asked(error=ctx.redactor(str(exc)), state=_state_or(ctx, state))
         except Exception as exc:  # the model's own failure: the run reports it
             text = ctx.redactor(f"{type(exc).__name__}: {exc}")
-            return Asked(error=text, state=ContextState.of(ctx))
+            return Asked(error=text, state=_state_or(ctx, state))
         assert isinstance(turn, ModelTurn)
-        return Asked(turn=turn, state=ContextState.of(ctx))
+        try:
+            return Asked(turn=turn, state=ContextState.of(ctx))
+        except SeamkitError as exc:  # a hook left what cannot cross: the run fails, once
+            # (raised, the turn would be asked again, its text streamed again)
+            return Asked(error=str(exc), state=state)
 
     async def invoke(
         self,

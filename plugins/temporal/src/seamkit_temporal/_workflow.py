@@ -263,7 +263,10 @@ class SeamkitRun:
 
     @workflow.run
     async def run(self, given: RunInput) -> seamkit.RunResult:
-        agent = agent_for(given.app)
+        try:
+            agent = agent_for(given.app)
+        except seamkit.SeamkitError as exc:  # (raised, the workflow task would fail forever)
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         executor = self._executor = WorkflowExecutor(given.app, given.route)
         store = ActivityStore(given.app) if given.session is not None else None
         context = seamkit.ActionContext(given.context, context_id=given.context_id or None)
@@ -369,6 +372,12 @@ class SeamkitRun:
         await workflow.wait_condition(lambda: self._rounds > after)
         assert self._last is not None
         return self._last
+
+    @outcome.validator
+    def _counted(self, after: int) -> None:
+        """Refuse (leaving no history) a count below 0: no run is before the first."""
+        if after < 0:
+            raise ValueError(f"after must be 0 or more, not {after}")
 
     @workflow.update(name="decide")
     async def decide(self, given: DecideInput) -> seamkit.RunResult:

@@ -158,7 +158,8 @@ async def model_turn(given: AskInput) -> Asked:
 @activity.defn(name="seamkit.tool")
 async def invoke_tool(given: ToolInput) -> seamkit.ToolResult:
     """One tool body, with the call's idempotency key and this attempt's number."""
-    remote = agent_for(given.app).remote()
+    agent = agent_for(given.app)
+    remote = agent.remote()
     call = given.call
     info = None
     if given.key is not None:
@@ -174,9 +175,8 @@ async def invoke_tool(given: ToolInput) -> seamkit.ToolResult:
     try:
         return await _heartbeating(remote.invoke(call, given.state, info, on_chunk))
     except seamkit.SeamkitError as exc:  # no such tool here, arguments that do not fit
-        return seamkit.ToolResult(
-            call_id=call.id, content=f"Error: {exc.message}", is_error=True, raised=True
-        )
+        text = agent.redactor(f"Error: {exc.message}")
+        return seamkit.ToolResult(call_id=call.id, content=text, is_error=True, raised=True)
 
 
 @activity.defn(name="seamkit.hooks")

@@ -256,6 +256,8 @@ class SeamkitRun:
         self._inbox: list[tuple[int, DecideInput]] = []
         self._answers: dict[int, seamkit.RunResult | str] = {}
         self._asked = itertools.count(1)
+        self._updates: set[int] = set()
+        """The numbers of the decisions a ``decide`` update waits on."""
         self._seq = itertools.count(1)
         self._executor: WorkflowExecutor | None = None
         self._rounds = 0
@@ -299,13 +301,23 @@ class SeamkitRun:
                 )
             except seamkit.SeamkitError as exc:  # decisions that do not fit: still waiting
                 self._state = "suspended"
-                if asked is not None:
-                    self._answers[asked[0]] = str(exc)
+                self._answer(asked, str(exc))
                 continue
-            if asked is not None:
-                self._answers[asked[0]] = result
+            self._answer(asked, result)
         self._state, self._pending = "ended", ()
         return result
+
+    def _answer(
+        self, asked: tuple[int, DecideInput] | None, answer: seamkit.RunResult | str
+    ) -> None:
+        """What the ``decide`` update that sent ``asked`` returns; decisions
+        that came as a signal have nobody waiting (a refusal is logged)."""
+        if asked is None:
+            return
+        if asked[0] in self._updates:
+            self._answers[asked[0]] = answer
+        elif isinstance(answer, str):
+            workflow.logger.warning("decisions sent as a signal were refused: %s", answer)
 
     async def _next(self, agent: seamkit.Agent) -> tuple[int, DecideInput] | None:
         """The next decisions, or ``None`` when the oldest pending call's
@@ -364,7 +376,9 @@ class SeamkitRun:
         """What the run is doing, and the calls that wait for decisions."""
         return RunStatus(state=self._state, pending=self._pending, rounds=self._rounds)
 
-    @workflow.update(name="outcome")
+    # A run that fails before its first round ends leaves this waiting: its
+    # caller reads the failure from the workflow's result instead.
+    @workflow.update(name="outcome", unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def outcome(self, after: int) -> seamkit.RunResult:
         """The result of the latest run once more than ``after`` runs ended
         or suspended (0: the first run's): what a caller that does not
@@ -383,8 +397,10 @@ class SeamkitRun:
     async def decide(self, given: DecideInput) -> seamkit.RunResult:
         """Decisions for the suspended run; the result of the run they continue."""
         number = next(self._asked)
+        self._updates.add(number)
         self._inbox.append((number, given))
         await workflow.wait_condition(lambda: number in self._answers)
+        self._updates.discard(number)
         answer = self._answers.pop(number)
         if isinstance(answer, str):
             raise ApplicationError(answer, type="ResumeError", non_retryable=True)
@@ -406,5 +422,5 @@ class SeamkitRun:
     def decisions(self, given: DecideInput) -> None:
         """Decisions for the suspended run, kept by Temporal while no worker
         is up (the ``decide`` update needs one); decisions that do not fit
-        are dropped with a warning in the worker's log."""
+        are dropped, with a warning in the worker's log (the run still waits)."""
         self._inbox.append((next(self._asked), given))

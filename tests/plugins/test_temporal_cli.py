@@ -29,11 +29,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import yaml
 
-from tests.plugins.temporal_server import TemporalDevServer
+if TYPE_CHECKING:
+    from tests.plugins.temporal_server import TemporalDevServer
+
+pytest_plugins = ["tests.plugins.temporal_server"]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
@@ -51,6 +55,10 @@ def _env() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TemporalDevServer]:
     """One dev server for the module (each test uses task queues of its own)."""
+    from tests.plugins.temporal_server import (  # lazy: registered as a plugin first
+        TemporalDevServer,
+    )
+
     with TemporalDevServer.start(root=tmp_path_factory.mktemp("temporal")) as started:
         yield started
 
@@ -302,3 +310,22 @@ def _alive(pid: int) -> bool:
     # a zombie (reaped by init later) has stopped serving too
     status = Path(f"/proc/{pid}/status")
     return status.exists() and "\nState:\tZ" not in status.read_text()
+
+
+def test_sigterm_stops_following_a_run_and_leaves_it_to_its_workers(
+    server: TemporalDevServer, apps: Path
+) -> None:
+    following = subprocess.Popen(
+        [str(SEAMKIT), "temporal", "run", "hello/app.yaml", "add 2 and 3",
+         "--address", server.address, "--task-queue", _queue()],
+        cwd=apps,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )  # fmt: skip
+    time.sleep(3)  # (no worker serves its queue: it waits)
+    following.send_signal(signal.SIGTERM)
+    out, err = following.communicate(timeout=30)
+    assert following.returncode == 143
+    assert (out, err) == ("", "[stopped following on SIGTERM: the run goes on on its workers]\n")

@@ -232,28 +232,36 @@ def _conclude_async(
     *,
     follows: bool = False,
 ) -> NoReturn:
-    """`_conclude` for a coroutine, run on its own event loop."""
-    _conclude(ctx, lambda: asyncio.run(work()), follows=follows)
+    """`_conclude` for a coroutine, run on its own event loop; with
+    ``follows``, SIGINT and SIGTERM cancel it (the run's workers go on)."""
+
+    async def main() -> int:
+        task = asyncio.current_task()
+        if follows and task is not None:
+            loop = asyncio.get_running_loop()
+            for number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(number, _interrupt, task, number)
+        return await work()
+
+    _conclude(ctx, lambda: asyncio.run(main()))
 
 
-class _Stopped(Exception):
-    """SIGTERM while a command follows a run."""
+_CAUGHT: list[signal.Signals] = []
+"""The signal that stopped a command following a run."""
 
 
-def _raise_stopped(number: int, frame: object) -> None:
-    raise _Stopped
+def _interrupt(task: asyncio.Task[int], number: signal.Signals) -> None:
+    if not _CAUGHT:
+        _CAUGHT.append(number)
+        task.cancel()
 
 
-def _conclude(ctx: click.Context, body: Callable[[], int], *, follows: bool = False) -> NoReturn:
-    """Run ``body``, print what stopped it as the ``seamkit`` commands do,
-    and end the process with its exit status.
-
-    ``follows``: the command follows a run that its workers run, so that
-    SIGINT or SIGTERM stops the following, not the run (exit 130 or 143)."""
+def _conclude(ctx: click.Context, body: Callable[[], int]) -> NoReturn:
+    """Run ``body``, print what stopped it as the ``seamkit`` commands do
+    (a signal that stopped a command following a run: a note, exit 130 or
+    143), and end the process with its exit status."""
     root = ctx.find_root().obj
     debug = bool(isinstance(root, dict) and root.get("debug"))
-    if follows:
-        signal.signal(signal.SIGTERM, _raise_stopped)
     try:
         code = body()
     except click.exceptions.Exit as exc:
@@ -261,17 +269,18 @@ def _conclude(ctx: click.Context, body: Callable[[], int], *, follows: bool = Fa
     except click.ClickException as exc:
         exc.show()
         code = exc.exit_code
-    except (KeyboardInterrupt, _Stopped) as exc:
-        cause = "SIGTERM" if isinstance(exc, _Stopped) else "SIGINT"
-        code = 143 if isinstance(exc, _Stopped) else 130
-        if follows:
-            click.secho(
-                f"[stopped following on {cause}: the run goes on on its workers]",
-                err=True,
-                dim=True,
-            )
-        else:
-            click.echo(f"[cancelled: {cause}]", err=True)
+    except asyncio.CancelledError:
+        if not _CAUGHT:
+            raise
+        click.secho(
+            f"[stopped following on {_CAUGHT[0].name}: the run goes on on its workers]",
+            err=True,
+            dim=True,
+        )
+        code = 128 + _CAUGHT[0]
+    except KeyboardInterrupt:
+        click.echo("[cancelled: SIGINT]", err=True)
+        code = 130
     except seamkit.ManifestError as exc:
         if debug:
             traceback.print_exc()

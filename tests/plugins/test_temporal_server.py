@@ -152,12 +152,8 @@ def test_seamkit_temporal_is_found_as_an_installed_distribution() -> None:
     )
 
 
-def test_the_temporal_commands_are_stubs_that_leave_the_sdk_unloaded() -> None:
-    for args in (
-        ["worker", "app.yaml", "--address", "127.0.0.1:1"],
-        ["run", "app.yaml", "hi", "--address", "127.0.0.1:1"],
-        ["decide", "--address", "127.0.0.1:1", "--session", "s", "--approve", "c1"],
-    ):
+def test_the_temporal_commands_load_the_sdk_only_when_they_run() -> None:
+    for args in (["--help"], ["worker", "--help"], ["run", "--help"], ["decide", "--help"]):
         done = subprocess.run(
             [sys.executable, "-X", "importtime", str(SEAMKIT), "temporal", *args],
             capture_output=True,
@@ -166,8 +162,8 @@ def test_the_temporal_commands_are_stubs_that_leave_the_sdk_unloaded() -> None:
             timeout=60,
             check=False,
         )
-        assert done.returncode == 2, done.stderr
-        assert f"seamkit temporal {args[0]}: not implemented yet" in done.stderr
+        assert done.returncode == 0, done.stderr
+        assert "Usage: seamkit temporal" in done.stdout
         imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
         assert "seamkit_temporal._command" in imported
         assert not [m for m in imported if m.startswith("temporalio")]

@@ -240,11 +240,14 @@ def decisions_from_flags(
     edits: Sequence[str],
     all_reject: str | None,
 ) -> Decisions | None:
-    """The decisions ``seamkit resume`` was given: ``--approve ID[@DIGEST]``,
-    ``--reject ID[=REASON]``, ``--edit ID[@DIGEST]=JSON`` and ``--all-reject
-    REASON`` (every call the others leave out); ``None`` when none was given.
-    A flag that cannot be read, or two decisions for one call, is a
-    `SeamkitError` naming it."""
+    """The `seamkit.Decisions` that ``seamkit resume``'s decision flags give.
+
+    The flags, shared by every command that decides as it does (``seamkit
+    temporal decide``): ``--approve ID[@DIGEST]``, ``--reject ID[=REASON]``,
+    ``--edit ID[@DIGEST]=JSON`` and ``--all-reject REASON`` (every call the
+    others leave out); the decisions carry ``by="cli"``. ``None`` when no
+    flag was given. A flag that cannot be read, or two decisions for one
+    call, is a `seamkit.SeamkitError` naming it (with a hint)."""
     if not (approvals or rejections or edits or all_reject is not None):
         return None
     chosen: dict[str, Decision] = {}

@@ -361,6 +361,7 @@ async def _followed(
     events do not follow within a grace period, its result alone."""
     ended = asyncio.ensure_future(_result(result, session))
     events = cast("AsyncGenerator[ObservedEvent, None]", inbox.events(route))
+    got: asyncio.Future[ObservedEvent] | None = None
     try:
         while True:
             got = asyncio.ensure_future(anext(events))
@@ -385,6 +386,10 @@ async def _followed(
             ended.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):  # (its news was the events')
             await ended
+        if got is not None and not got.done():  # (a generator cannot close while it runs)
+            got.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await got
         await events.aclose()
 
 

@@ -85,6 +85,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "otel"),
         str(ROOT / "plugins" / "approval"),
         str(ROOT / "plugins" / "guard"),
+        str(ROOT / "plugins" / "temporal"),
         *(str(FIXTURE_DISTS / name) for name in ("note", "broken", "dupe", "future")),
     )
     yield env
@@ -305,6 +306,45 @@ def _run_until_served(fresh_env: Env, app: Path) -> subprocess.CompletedProcess[
         if "Unavailable" not in out.stderr or time.monotonic() > deadline:
             return out
         time.sleep(0.2)
+
+
+def test_the_installed_temporal_plugin_runs_an_app_on_a_dev_server(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    from tests.plugins.temporal_server import TemporalDevServer  # lazy: only this test
+
+    plugins = {p["name"]: p for p in json.loads(fresh_env.seamkit("plugins", "--json").stdout)}
+    assert (plugins["temporal"]["distribution"], plugins["temporal"]["error"]) == (
+        "seamkit-temporal",
+        None,
+    )
+    example = tmp_path / "hello"
+    shutil.copytree(ROOT / "docs" / "examples" / "hello", example)
+    app = str(example / "app.yaml")
+    with TemporalDevServer.start(root=tmp_path) as server:
+        worker = subprocess.Popen(
+            [
+                str(fresh_env.bin / "seamkit"),
+                "temporal",
+                "worker",
+                app,
+                "--address",
+                server.address,
+            ],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert worker.stderr is not None
+            lines = iter(worker.stderr.readline, "")  # (a fixture plugin warns first)
+            assert any("serving hello" in line for line in lines)
+            out = fresh_env.seamkit(
+                "temporal", "run", app, "What is 2 + 3?", "--address", server.address
+            )
+            assert (out.returncode, out.stdout) == (0, "2 + 3 = 5.\n"), out.stderr
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(30)
 
 
 def test_plugins_table_shows_load_errors(fresh_env: Env) -> None:

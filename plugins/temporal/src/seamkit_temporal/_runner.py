@@ -23,6 +23,7 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 from seamkit.stream import ObservedEvent, RunFinished
 from temporalio.client import (
     Client,
+    WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
@@ -33,7 +34,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ._channel import Inbox, Route
-from ._workflow import DecideInput, RunInput, RunStatus, SeamkitRun
+from ._workflow import ROUNDS_MEMO, DecideInput, RunInput, RunStatus, SeamkitRun
 
 __all__ = ["LIVE_EVENTS_UNAVAILABLE", "TemporalRunner", "workflow_id"]
 
@@ -154,7 +155,7 @@ class TemporalRunner:
         up; the result then comes when the run ends or suspends again.
         """
         handle = self.client.get_workflow_handle_for(SeamkitRun.run, workflow_id("", session))
-        status = await _status(handle)
+        status, answered = await _status_or_memo(handle)
         if status is None or status.state == "ended":
             raise seamkit.ResumeError(
                 f"session {session!r} has no run on Temporal that waits for a decision",
@@ -162,6 +163,10 @@ class TemporalRunner:
                 hint="start one with `seamkit temporal run` (or TemporalRunner.run)",
             )
         given = DecideInput.of(decisions)
+        if not answered:  # no worker is up: the signal keeps them until one is
+            log.warning("no worker is up for %r: the decisions are sent as a signal", session)
+            await handle.signal(SeamkitRun.decisions, given)
+            return await _result(_outcome(handle, status.rounds), session)
         try:
             update = await asyncio.wait_for(
                 handle.start_update(
@@ -277,6 +282,32 @@ async def _status(handle: WorkflowHandle[SeamkitRun, seamkit.RunResult]) -> RunS
         raise
     except Exception:  # a closed workflow a worker cannot query: it ended
         return RunStatus(state="ended")
+
+
+async def _status_or_memo(
+    handle: WorkflowHandle[SeamkitRun, seamkit.RunResult],
+) -> tuple[RunStatus | None, bool]:
+    """What the run's workflow is doing, and whether a worker said so: the
+    ``status`` query needs a worker, so when none answers within a few
+    seconds the server's description says whether the workflow runs, and its
+    memo how many rounds it has had (the state is then ``running``)."""
+    try:
+        return await asyncio.wait_for(_status(handle), _ACCEPT_SECONDS), True
+    except TimeoutError:
+        pass
+    except RPCError as exc:  # (the server's "no poller seen for task queue recently")
+        if exc.status not in (RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.DEADLINE_EXCEEDED):
+            raise
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return None, False
+        raise
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        return RunStatus(state="ended"), False
+    rounds = await described.memo_value(ROUNDS_MEMO, 0, type_hint=int)
+    return RunStatus(state="running", rounds=rounds), False
 
 
 async def _outcome(

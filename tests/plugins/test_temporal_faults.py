@@ -15,10 +15,14 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import seamkit
 from seamkit_temporal import TemporalRunner, connect, workflow_id
+from seamkit_temporal._runner import _outcome
+from temporalio.client import WorkflowUpdateRPCTimeoutOrCancelledError
+from temporalio.service import RPCError, RPCStatusCode
 
 from tests.benchmarks._crash_app import FINAL, MESSAGE
 from tests.benchmarks._temporal_fault_worker import APP
@@ -32,8 +36,6 @@ from tests.benchmarks._temporal_faults import (
 from tests.plugins.temporal_server import TemporalDevServer
 
 pytest_plugins = ["tests.plugins.temporal_server"]
-
-pytestmark = pytest.mark.slow
 
 QUEUE = "faults"
 SESSION = "trial"
@@ -110,6 +112,7 @@ def _each_turn_asked_once(folder: Path) -> None:
     assert turns_asked_twice(folder) == 0
 
 
+@pytest.mark.slow
 async def test_a_once_call_cut_off_by_a_killed_worker_is_in_doubt_not_run_again(
     temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
 ) -> None:
@@ -142,6 +145,7 @@ async def test_a_once_call_cut_off_by_a_killed_worker_is_in_doubt_not_run_again(
     _each_turn_asked_once(folder)
 
 
+@pytest.mark.slow
 async def test_an_idempotent_call_cut_off_is_run_again_with_the_same_key(
     temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
 ) -> None:
@@ -166,6 +170,7 @@ async def test_an_idempotent_call_cut_off_is_run_again_with_the_same_key(
     _each_turn_asked_once(folder)
 
 
+@pytest.mark.slow
 async def test_a_call_without_effects_cut_off_is_run_again(
     temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
 ) -> None:
@@ -187,6 +192,7 @@ async def test_a_call_without_effects_cut_off_is_run_again(
     _each_turn_asked_once(folder)
 
 
+@pytest.mark.slow
 async def test_decisions_sent_while_no_worker_is_up_are_applied_by_a_later_worker(
     temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
 ) -> None:
@@ -218,6 +224,7 @@ async def test_decisions_sent_while_no_worker_is_up_are_applied_by_a_later_worke
     _each_turn_asked_once(folder)
 
 
+@pytest.mark.slow
 async def test_a_run_completes_across_a_restart_of_the_server_on_its_database(
     temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
 ) -> None:
@@ -236,3 +243,46 @@ async def test_a_run_completes_across_a_restart_of_the_server_on_its_database(
     assert done.output == FINAL
     assert [e["order"] for e in _of(folder, "refund")] == ["A", "B", "C"]
     _each_turn_asked_once(folder)
+
+
+class _TimingOut:
+    """A workflow handle whose ``outcome`` update RPC times out ``times``
+    times (as the SDK reports it) before it answers."""
+
+    def __init__(self, times: int, answer: seamkit.RunResult) -> None:
+        self.times = times
+        self.answer = answer
+
+    async def execute_update(self, update: object, after: int) -> seamkit.RunResult:
+        if self.times:
+            self.times -= 1
+            deadline = RPCError("deadline exceeded", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+            raise WorkflowUpdateRPCTimeoutOrCancelledError() from deadline
+        return self.answer
+
+
+async def test_a_caller_asks_for_the_outcome_again_when_its_update_rpc_times_out() -> None:
+    """Found by the fault trials (trial 33 of 100): a worker killed mid-run
+    made the caller's ``outcome`` update time out, and `TemporalRunner.run`
+    raised the SDK's WorkflowUpdateRPCTimeoutOrCancelledError (the runner
+    caught an `RPCError` the SDK never raises there)."""
+    answer = seamkit.RunResult.model_construct(output="done")
+    handle = _TimingOut(3, answer)
+    assert await _outcome(cast("Any", handle), 0) is answer
+    assert handle.times == 0
+
+
+async def test_a_caller_cancelled_while_it_waits_for_the_outcome_is_cancelled() -> None:
+    class Hanging:
+        async def execute_update(self, update: object, after: int) -> seamkit.RunResult:
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError as exc:  # what the SDK does with a cancel
+                raise WorkflowUpdateRPCTimeoutOrCancelledError() from exc
+            raise AssertionError("not cancelled")
+
+    waiting = asyncio.ensure_future(_outcome(cast("Any", Hanging()), 0))
+    await asyncio.sleep(0.05)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting

@@ -27,6 +27,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -176,16 +177,20 @@ class TemporalRunner:
             )
         except WorkflowUpdateFailedError as exc:
             raise _refused(exc, session) from None
-        except (TimeoutError, RPCError) as exc:
+        except (TimeoutError, RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
+            # (the SDK turns the cancel of a timed-out wait into its own error)
             if isinstance(exc, RPCError) and exc.status != RPCStatusCode.DEADLINE_EXCEEDED:
                 raise
             log.warning("no worker took the decisions for %r at once: sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)
             return await _result(_outcome(handle, status.rounds), session)
-        try:
-            return cast("seamkit.RunResult", await update.result())
-        except WorkflowUpdateFailedError as exc:
-            raise _refused(exc, session) from None
+        while True:
+            try:
+                return cast("seamkit.RunResult", await update.result())
+            except WorkflowUpdateFailedError as exc:
+                raise _refused(exc, session) from None
+            except WorkflowUpdateRPCTimeoutOrCancelledError as exc:  # a long round: ask again
+                _reraise_cancel(exc)
 
     async def status(self, session: str) -> RunStatus | None:
         """What the workflow of ``session`` is doing (``None``: it has none)."""
@@ -318,11 +323,22 @@ async def _outcome(
     while True:
         try:
             return cast("seamkit.RunResult", await handle.execute_update(SeamkitRun.outcome, after))
-        except RPCError as exc:  # no worker took it in the call's deadline: ask again
-            if exc.status != RPCStatusCode.DEADLINE_EXCEEDED:
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            # no worker took it in the call's deadline (its worker died, say): ask again
+            _reraise_cancel(exc)
+        except RPCError as exc:  # ("no poller seen for task queue recently": none is up)
+            if exc.status != RPCStatusCode.FAILED_PRECONDITION:
                 raise
+            await asyncio.sleep(1.0)
         except WorkflowUpdateFailedError:  # the workflow ended: its result says how
             return await handle.result()
+
+
+def _reraise_cancel(exc: WorkflowUpdateRPCTimeoutOrCancelledError) -> None:
+    """The cancel of this task, which the SDK reports as an update's time-out,
+    raised again as what it is."""
+    if isinstance(exc.__cause__, asyncio.CancelledError):
+        raise asyncio.CancelledError from exc
 
 
 async def _result(pending: Awaitable[seamkit.RunResult], session: str | None) -> seamkit.RunResult:

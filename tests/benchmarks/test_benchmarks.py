@@ -19,9 +19,10 @@ import pytest
 from tests.benchmarks._harness import PACKAGE, discover, figure, problems, result
 
 BENCHMARKS = discover()
-SLOW = {"bench_gateway"}
+SLOW = {"bench_gateway", "bench_temporal_faults"}
 """Benchmarks whose quick run installs a distribution (LiteLLM's proxy) into
-a fresh virtual environment."""
+a fresh virtual environment, or waits out Temporal's time-outs after killed
+workers (about 40 s)."""
 QUICK_RUNS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in BENCHMARKS]
 
 

@@ -27,6 +27,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
@@ -34,7 +35,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from ._channel import Inbox, Route
-from ._workflow import DecideInput, RunInput, RunStatus, SeamkitRun
+from ._workflow import ROUNDS_MEMO, DecideInput, RunInput, RunStatus, SeamkitRun
 
 __all__ = ["LIVE_EVENTS_UNAVAILABLE", "TemporalRunner", "workflow_id"]
 
@@ -167,7 +168,7 @@ class TemporalRunner:
         up; the result then comes when the run ends or suspends again.
         """
         handle = self.client.get_workflow_handle_for(SeamkitRun.run, workflow_id("", session))
-        status = await _status(handle)
+        status, answered = await _status_or_memo(handle)
         if status is None or status.state == "ended":
             raise seamkit.ResumeError(
                 f"session {session!r} has no run on Temporal that waits for a decision",
@@ -175,6 +176,10 @@ class TemporalRunner:
                 hint="start one with `seamkit temporal run` (or TemporalRunner.run)",
             )
         given = DecideInput.of(decisions)
+        if not answered:  # no worker is up: the signal keeps them until one is
+            log.warning("no worker is up for %r: the decisions are sent as a signal", session)
+            await handle.signal(SeamkitRun.decisions, given)
+            return await _result(_outcome(handle, status.rounds), session)
         try:
             update = await asyncio.wait_for(
                 handle.start_update(
@@ -184,16 +189,20 @@ class TemporalRunner:
             )
         except WorkflowUpdateFailedError as exc:
             raise _refused(exc, session) from None
-        except (TimeoutError, RPCError) as exc:
+        except (TimeoutError, RPCError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
+            # (the SDK turns the cancel of a timed-out wait into its own error)
             if isinstance(exc, RPCError) and exc.status != RPCStatusCode.DEADLINE_EXCEEDED:
                 raise
             log.warning("no worker took the decisions for %r at once: sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)
             return await _result(_outcome(handle, status.rounds), session)
-        try:
-            return cast("seamkit.RunResult", await update.result())
-        except WorkflowUpdateFailedError as exc:
-            raise _refused(exc, session) from None
+        while True:
+            try:
+                return cast("seamkit.RunResult", await update.result())
+            except WorkflowUpdateFailedError as exc:
+                raise _refused(exc, session) from None
+            except WorkflowUpdateRPCTimeoutOrCancelledError as exc:  # a long round: ask again
+                _reraise_cancel(exc)
 
     async def status(self, session: str) -> RunStatus | None:
         """What the workflow of ``session`` is doing (``None``: it has none)."""
@@ -308,6 +317,32 @@ async def _status(handle: WorkflowHandle[SeamkitRun, seamkit.RunResult]) -> RunS
         return RunStatus(state="ended")
 
 
+async def _status_or_memo(
+    handle: WorkflowHandle[SeamkitRun, seamkit.RunResult],
+) -> tuple[RunStatus | None, bool]:
+    """What the run's workflow is doing, and whether a worker said so: the
+    ``status`` query needs a worker, so when none answers within a few
+    seconds the server's description says whether the workflow runs, and its
+    memo how many rounds it has had (the state is then ``running``)."""
+    try:
+        return await asyncio.wait_for(_status(handle), _ACCEPT_SECONDS), True
+    except TimeoutError:
+        pass
+    except RPCError as exc:  # (the server's "no poller seen for task queue recently")
+        if exc.status not in (RPCStatusCode.FAILED_PRECONDITION, RPCStatusCode.DEADLINE_EXCEEDED):
+            raise
+    try:
+        described = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return None, False
+        raise
+    if described.status != WorkflowExecutionStatus.RUNNING:
+        return RunStatus(state="ended"), False
+    rounds = await described.memo_value(ROUNDS_MEMO, 0, type_hint=int)
+    return RunStatus(state="running", rounds=rounds), False
+
+
 async def _outcome(
     handle: WorkflowHandle[SeamkitRun, seamkit.RunResult], after: int
 ) -> seamkit.RunResult:
@@ -316,15 +351,28 @@ async def _outcome(
     while True:
         try:
             return cast("seamkit.RunResult", await handle.execute_update(SeamkitRun.outcome, after))
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            # no worker took it in the call's deadline (its worker died, say): ask again
+            _reraise_cancel(exc)
         except RPCError as exc:
             if exc.status == RPCStatusCode.DEADLINE_EXCEEDED:
-                continue  # no worker took it in the call's deadline: ask again
+                continue  # (the same, as the server says it)
+            if exc.status == RPCStatusCode.FAILED_PRECONDITION:
+                await asyncio.sleep(1.0)  # "no poller seen for task queue recently": none is up
+                continue
             described = await handle.describe()
             if described.status == WorkflowExecutionStatus.RUNNING:
                 raise
             return await handle.result()  # it ended: its result says how
         except WorkflowUpdateFailedError:  # it ended meanwhile
             return await handle.result()
+
+
+def _reraise_cancel(exc: WorkflowUpdateRPCTimeoutOrCancelledError) -> None:
+    """The cancel of this task, which the SDK reports as an update's time-out,
+    raised again as what it is."""
+    if isinstance(exc.__cause__, asyncio.CancelledError):
+        raise asyncio.CancelledError from exc
 
 
 async def _result(pending: Awaitable[seamkit.RunResult], session: str | None) -> seamkit.RunResult:

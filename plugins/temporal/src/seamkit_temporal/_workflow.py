@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from ._served import agent_for, publish
 
 __all__ = [
+    "ROUNDS_MEMO",
     "WORKFLOW",
     "DecideInput",
     "RunInput",
@@ -61,6 +62,10 @@ __all__ = [
 
 WORKFLOW = "seamkit.run"
 """The workflow type of a seamkit run."""
+
+ROUNDS_MEMO = "seamkit.rounds"
+"""The memo key of `RunStatus.rounds`, which a caller reads while no worker
+is up to answer the ``status`` query."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 _HEARTBEAT_TIMEOUT = timedelta(seconds=HEARTBEAT_SECONDS * 5)
@@ -359,6 +364,8 @@ class SeamkitRun:
         ):
             self._state, self._pending = "suspended", result.outcome.pending
         self._rounds += 1
+        # (in the memo too: a caller reads it without a worker, `describe`)
+        workflow.upsert_memo({ROUNDS_MEMO: self._rounds})
         self._last = result
         if finished is not None:
             self._emit(finished)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import seamkit
-from seamkit.stream import RunFinished, ToolOutputDelta
+from seamkit.stream import RunFinished, ToolExecutionStart, ToolOutputDelta
 from seamkit_temporal import TemporalRunner, connect, serve, workflow_id
 from seamkit_temporal._workflow import SeamkitRun
 from temporalio.api.enums.v1 import EventType
@@ -172,7 +172,13 @@ async def test_an_approval_waits_in_the_workflow_and_its_decision_continues_it(
             await runner.decide("r", seamkit.Decisions({"call_forged": seamkit.Approve()}))
         with pytest.raises(seamkit.ResumeError, match="waiting for a decision"):
             await runner.run("refund", "Another thing", session="r")
-        done = await runner.decide("r", seamkit.Decisions({pending.call_id: seamkit.Approve()}))
+        decided = seamkit.Decisions({pending.call_id: seamkit.Approve()})
+        events = [e async for e in runner.decide_stream("r", decided)]
+        started = [e.call.name for e in events if isinstance(e, ToolExecutionStart)]
+        assert started == ["refund"]  # the continued run's events, live
+        finished = events[-1]
+        assert isinstance(finished, RunFinished)
+        done = finished.result
         assert done.outcome.kind == "completed"
         assert done.output == "Done. Order A1 was refunded 250 EUR."
         handle = runner.client.get_workflow_handle(workflow_id("refund", "r"))

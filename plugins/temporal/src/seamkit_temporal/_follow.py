@@ -8,12 +8,12 @@ temporal decide`` command lines that decide them; nothing is asked."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import seamkit
 from pydantic import JsonValue
 from seamkit.plugins import DecideCommand, RunPresenter
-from seamkit.stream import RunFinished
+from seamkit.stream import ObservedEvent, RunFinished
 from temporalio.service import RPCError
 
 from ._reach import reach
@@ -65,16 +65,8 @@ async def follow_run(
                 result = await runner.run(agent, message, session=session, context=context)
                 presenter.finish(result)
             else:
-                result = None
                 events = runner.stream(agent, message, session=session, context=context)
-                async for event in events:
-                    if isinstance(event, RunFinished):
-                        result = event.result
-                        if any(d.code == LIVE_EVENTS_UNAVAILABLE for d in result.diagnostics):
-                            presenter.note(LIVE_NOTE)
-                    presenter.show(event)
-    if result is None:  # (a stream always ends with RunFinished)
-        raise seamkit.SeamkitError("the run's stream ended without its result")
+                result = await _shown(events, presenter)
     return _ended(presenter, result)
 
 
@@ -95,13 +87,32 @@ async def follow_decide(
     client = await reach(address, namespace)
     async with TemporalRunner(client) as runner:
         try:
-            result = await runner.decide(session, decisions)
+            if as_json:
+                result = await runner.decide(session, decisions)
+                presenter.finish(result)
+            else:
+                result = await _shown(runner.decide_stream(session, decisions), presenter)
         except seamkit.ResumeError as exc:
             if exc.hint is None:
                 exc.hint = await _waiting_hint(runner, session, decide)
             raise
-    presenter.finish(result)
     return _ended(presenter, result)
+
+
+async def _shown(
+    events: AsyncIterator[ObservedEvent], presenter: RunPresenter
+) -> seamkit.RunResult:
+    """Show a run's events as they come; its result."""
+    result = None
+    async for event in events:
+        if isinstance(event, RunFinished):
+            result = event.result
+            if any(d.code == LIVE_EVENTS_UNAVAILABLE for d in result.diagnostics):
+                presenter.note(LIVE_NOTE)
+        presenter.show(event)
+    if result is None:  # (a stream always ends with RunFinished)
+        raise seamkit.SeamkitError("the run's stream ended without its result")
+    return result
 
 
 def _ended(presenter: RunPresenter, result: seamkit.RunResult) -> int:

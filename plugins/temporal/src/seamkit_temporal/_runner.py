@@ -16,7 +16,7 @@ import logging
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Mapping, Sequence
 from types import TracebackType
-from typing import cast
+from typing import Any, cast
 
 import seamkit
 from pydantic import JsonValue, TypeAdapter, ValidationError
@@ -27,6 +27,7 @@ from temporalio.client import (
     WorkflowFailureError,
     WorkflowHandle,
     WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
     WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
@@ -155,18 +156,38 @@ class TemporalRunner:
         finally:
             inbox.discard(route)
 
-    async def decide(
-        self, session: str, decisions: seamkit.Decisions, *, follow: bool = False
-    ) -> seamkit.RunResult:
+    async def decide(self, session: str, decisions: seamkit.Decisions) -> seamkit.RunResult:
         """Deliver ``decisions`` to the suspended run of ``session`` and
         return the result of the run they continue.
 
         Sent as the ``decide`` update, which a worker checks at once (an
         unknown call id is a `seamkit.ResumeError`, leaving no trace). When
-        no worker accepts it within a few seconds, they go as the
-        ``decisions`` signal instead, which Temporal keeps until a worker is
-        up; the result then comes when the run ends or suspends again.
+        no worker is up to accept it within a few seconds, they go as the
+        ``decisions`` signal instead, which Temporal keeps until a worker is;
+        the result then comes when the run ends or suspends again.
         """
+        return await (await self._deliver(session, decisions, None))
+
+    async def decide_stream(
+        self, session: str, decisions: seamkit.Decisions
+    ) -> AsyncIterator[ObservedEvent]:
+        """`decide`, yielding the events of the run the decisions continue
+        as they happen (the last is `RunFinished`), as `stream` does."""
+        wid = workflow_id("", session)
+        inbox = await self._opened()
+        route = inbox.route(wid)
+        try:
+            result = await self._deliver(session, decisions, route)
+            async for event in _followed(inbox, route, result, session):
+                yield event
+        finally:
+            inbox.discard(route)
+
+    async def _deliver(
+        self, session: str, decisions: seamkit.Decisions, route: Route | None
+    ) -> Awaitable[seamkit.RunResult]:
+        """Send ``decisions`` (refused ones raise here); what waits for the
+        result of the run they continue."""
         handle = self.client.get_workflow_handle_for(SeamkitRun.run, workflow_id("", session))
         status, answered = await _status_or_memo(handle)
         if status is None or status.state == "ended":
@@ -175,11 +196,11 @@ class TemporalRunner:
                 session=session,
                 hint="start one with `seamkit temporal run` (or TemporalRunner.run)",
             )
-        given = DecideInput.of(decisions)
+        given = DecideInput.of(decisions, route)
         if not answered:  # no worker is up: the signal keeps them until one is
             log.warning("no worker is up for %r: the decisions are sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)
-            return await _result(_outcome(handle, status.rounds), session)
+            return _result(_outcome(handle, status.rounds), session)
         try:
             update = await asyncio.wait_for(
                 handle.start_update(
@@ -195,14 +216,8 @@ class TemporalRunner:
                 raise
             log.warning("no worker took the decisions for %r at once: sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)
-            return await _result(_outcome(handle, status.rounds), session)
-        while True:
-            try:
-                return cast("seamkit.RunResult", await update.result())
-            except WorkflowUpdateFailedError as exc:
-                raise _refused(exc, session) from None
-            except WorkflowUpdateRPCTimeoutOrCancelledError as exc:  # a long round: ask again
-                _reraise_cancel(exc)
+            return _result(_outcome(handle, status.rounds), session)
+        return _updated(update, session)
 
     async def status(self, session: str) -> RunStatus | None:
         """What the workflow of ``session`` is doing (``None``: it has none)."""
@@ -341,6 +356,17 @@ async def _status_or_memo(
         return RunStatus(state="ended"), False
     rounds = await described.memo_value(ROUNDS_MEMO, 0, type_hint=int)
     return RunStatus(state="running", rounds=rounds), False
+
+
+async def _updated(update: WorkflowUpdateHandle[Any], session: str) -> seamkit.RunResult:
+    """The result of an accepted ``decide`` update: the run it continued."""
+    while True:
+        try:
+            return cast("seamkit.RunResult", await update.result())
+        except WorkflowUpdateFailedError as exc:
+            raise _refused(exc, session) from None
+        except WorkflowUpdateRPCTimeoutOrCancelledError as exc:  # a long round: ask again
+            _reraise_cancel(exc)
 
 
 async def _outcome(

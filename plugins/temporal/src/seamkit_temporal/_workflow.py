@@ -287,7 +287,7 @@ class SeamkitRun:
             options["state"] = {}
         first: Any = given.decide.value() if given.decide is not None else list(given.messages)
         try:
-            result = await self._round(agent, given, first, options)
+            result = await self._round(agent, given, first, options, given.streaming)
         except seamkit.SeamkitError as exc:  # the run could not start: the caller's error
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
         while isinstance(result.outcome, seamkit.Suspended):
@@ -297,12 +297,15 @@ class SeamkitRun:
                 options["suspended"] = result.suspended
             asked = await self._next(agent)
             decide = None if asked is None else asked[1]
-            if decide is not None and decide.route is not None:
-                executor.route = decide.route
+            executor.route = None if decide is None else decide.route  # (the last caller left)
             self._state = "running"
             try:
                 result = await self._round(
-                    agent, given, None if decide is None else decide.value(), options
+                    agent,
+                    given,
+                    None if decide is None else decide.value(),
+                    options,
+                    decide is not None and decide.route is not None,  # its caller follows it
                 )
             except seamkit.SeamkitError as exc:  # decisions that do not fit: still waiting
                 self._state = "suspended"
@@ -341,14 +344,19 @@ class SeamkitRun:
         return self._inbox.pop(0)
 
     async def _round(
-        self, agent: seamkit.Agent, given: RunInput, input: Any, options: dict[str, Any]
+        self,
+        agent: seamkit.Agent,
+        given: RunInput,
+        input: Any,
+        options: dict[str, Any],
+        streaming: bool,
     ) -> seamkit.RunResult:
-        """One `Agent.run` (streamed when the caller follows it); its result
+        """One `Agent.run` (streamed when its caller follows it); its result
         is the ``outcome`` update's answer. Its `RunFinished` leaves last,
         once the session is saved and the workflow waits for decisions (a
         caller that decides on seeing it finds the run waiting)."""
         finished: RunFinished | None = None
-        if not given.streaming:
+        if not streaming:
             result = await agent.run(input, **options)
         else:
             events: AsyncIterator[Event] = agent.stream(input, **options)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,17 @@ from seamkit.testing import strategies as S
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 _IDS = re.compile(r"\b(call_)?[0-9a-f]{24,64}\b")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_apps_modules(tmp_path: Path) -> Iterator[None]:
+    """The example apps' tool modules, imported from ``tmp_path``, are
+    forgotten after the test (another test's app may have modules of the
+    same names)."""
+    yield
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def _ctx(**state: Any) -> seamkit.HookContext:

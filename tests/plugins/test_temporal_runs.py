@@ -23,8 +23,9 @@ import json
 import re
 import shutil
 import statistics
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +48,17 @@ pytest_plugins = ["tests.plugins.temporal_server"]
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
 _IDS = re.compile(r"\b(call_)?[0-9a-f]{24,64}\b")
 _TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
+
+
+@pytest.fixture(autouse=True)
+def _forget_the_apps_modules(tmp_path: Path) -> Iterator[None]:
+    """The example apps' tool modules, imported from ``tmp_path``, are
+    forgotten after the test (another test's app may have modules of the
+    same names)."""
+    yield
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def _app(tmp_path: Path, name: str, where: str) -> Path:

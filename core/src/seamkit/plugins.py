@@ -37,9 +37,9 @@ receives.
   (its streamed events, its end as a summary line or JSON, its pending calls
   with the command lines that decide them) and its exit status, for a
   command that runs an app elsewhere and must print the same;
-  `decisions_from_flags` reads ``seamkit resume``'s decision flags
-  (``--approve``, ``--reject``, ``--edit``, ``--all-reject``) as
-  `seamkit.Decisions`, for such a command's own ``decide``.
+  `decision_flags` puts ``seamkit resume``'s decision flags (``--approve``,
+  ``--reject``, ``--edit``, ``--all-reject``) on such a command's own
+  ``decide``, and `decisions_from_flags` reads them as `seamkit.Decisions`.
 
 Every name but `lazy_module` loads on first use, so that a plugin's entry
 module can import this one for nothing.
@@ -54,6 +54,7 @@ from ._lazy import LazyModule as LazyModule, lazy_module as lazy_module
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._cli._pending import (
         DecideCommand as DecideCommand,
+        decision_flags as decision_flags,
         decisions_from_flags as decisions_from_flags,
     )
     from ._cli._present import RunPresenter as RunPresenter
@@ -165,6 +166,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "RawSessionReader": "._persistence._sessions",
         # the presenter brings click
         "DecideCommand": "._cli._pending",
+        "decision_flags": "._cli._pending",
         "decisions_from_flags": "._cli._pending",
         "RunPresenter": "._cli._present",
     },

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -232,6 +232,50 @@ def _edited(text: str, tool: str, tools: ToolMap | None) -> tuple[dict[str, Any]
 
 
 # --- decisions as flags -----------------------------------------------------------
+
+_C = TypeVar("_C", bound=Callable[..., Any])
+
+_DECISION_FLAGS = (
+    click.option(
+        "--approve",
+        "approvals",
+        multiple=True,
+        metavar="ID[@DIGEST]",
+        help="Approve call ID as it was shown; with @DIGEST, only if its arguments still have "
+        "that digest (repeatable).",
+    ),
+    click.option(
+        "--reject",
+        "rejections",
+        multiple=True,
+        metavar="ID[=REASON]",
+        help="Reject call ID: the model gets REASON (default: rejected) as its result "
+        "(repeatable).",
+    ),
+    click.option(
+        "--edit",
+        "edits",
+        multiple=True,
+        metavar="ID=JSON",
+        help="Run call ID with these arguments instead (a JSON object, checked against the "
+        "tool's schema); ID@DIGEST=JSON binds it to the digest shown (repeatable).",
+    ),
+    click.option(
+        "--all-reject",
+        metavar="REASON",
+        help="Reject every waiting call no other flag decides, with REASON.",
+    ),
+)
+
+
+def decision_flags(command: _C) -> _C:
+    """The decision flags of ``seamkit resume`` (``--approve``, ``--reject``,
+    ``--edit``, ``--all-reject``) on a click command, which receives them as
+    ``approvals``, ``rejections``, ``edits`` and ``all_reject``: read them
+    with `decisions_from_flags`. For another front end's decide command."""
+    for flag in reversed(_DECISION_FLAGS):
+        command = flag(command)
+    return command
 
 
 def decisions_from_flags(

@@ -17,7 +17,7 @@ from ._commands import (
     store_option,
     trace_option,
 )
-from ._pending import decisions_from_flags
+from ._pending import decision_flags, decisions_from_flags
 
 __all__ = ["resume_command"]
 
@@ -25,34 +25,7 @@ __all__ = ["resume_command"]
 @click.command("resume")
 @click.argument("app", type=click.Path(dir_okay=False))
 @session_option(required=True, help="The session whose run to continue.")
-@click.option(
-    "--approve",
-    "approvals",
-    multiple=True,
-    metavar="ID[@DIGEST]",
-    help="Approve call ID as it was shown; with @DIGEST, only if its arguments still have "
-    "that digest (repeatable).",
-)
-@click.option(
-    "--reject",
-    "rejections",
-    multiple=True,
-    metavar="ID[=REASON]",
-    help="Reject call ID: the model gets REASON (default: rejected) as its result (repeatable).",
-)
-@click.option(
-    "--edit",
-    "edits",
-    multiple=True,
-    metavar="ID=JSON",
-    help="Run call ID with these arguments instead (a JSON object, checked against the "
-    "tool's schema); ID@DIGEST=JSON binds it to the digest shown (repeatable).",
-)
-@click.option(
-    "--all-reject",
-    metavar="REASON",
-    help="Reject every waiting call no other flag decides, with REASON.",
-)
+@decision_flags
 @json_option
 @store_option
 @model_option

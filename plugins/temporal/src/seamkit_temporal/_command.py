@@ -26,6 +26,7 @@ from typing import NoReturn
 
 import click
 import seamkit
+from seamkit.plugins import decision_flags
 
 __all__ = ["temporal_group"]
 
@@ -149,32 +150,7 @@ def run_command(
 @_address
 @_namespace
 @click.option("--session", required=True, metavar="NAME", help="The suspended session.")
-@click.option(
-    "--approve",
-    "approvals",
-    multiple=True,
-    metavar="ID[@DIGEST]",
-    help="Approve call ID as it was shown; with @DIGEST, only if its arguments still have "
-    "that digest (repeatable).",
-)
-@click.option(
-    "--reject",
-    "rejections",
-    multiple=True,
-    metavar="ID[=REASON]",
-    help="Reject call ID: the model gets REASON (default: rejected) as its result (repeatable).",
-)
-@click.option(
-    "--edit",
-    "edits",
-    multiple=True,
-    metavar="ID=JSON",
-    help="Run call ID with these arguments instead (a JSON object); ID@DIGEST=JSON binds it "
-    "to the digest shown (repeatable).",
-)
-@click.option(
-    "--all-reject", metavar="REASON", help="Reject every waiting call no other flag decides."
-)
+@decision_flags
 @click.option("--json", "as_json", is_flag=True, help="Print the RunResult as JSON.")
 @click.pass_context
 def decide_command(

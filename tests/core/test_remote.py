@@ -14,11 +14,9 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,20 +28,12 @@ from seamkit.flow import Dispatched
 from seamkit.plugins import Asked, ContextState, HookAnswer, HookCall, TextStop
 from seamkit.testing import strategies as S
 
+from tests.elsewhere import (  # the fixture is autouse: every test here forgets
+    forget_the_apps_modules as forget_the_apps_modules,
+    normal,
+)
+
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
-_IDS = re.compile(r"\b(call_)?[0-9a-f]{24,64}\b")
-_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
-
-
-@pytest.fixture(autouse=True)
-def _forget_the_apps_modules(tmp_path: Path) -> Iterator[None]:
-    """The example apps' tool modules, imported from ``tmp_path``, are
-    forgotten after the test (another test's app may have modules of the
-    same names)."""
-    yield
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
-            del sys.modules[name]
 
 
 def _ctx(**state: Any) -> seamkit.HookContext:
@@ -87,6 +77,7 @@ def test_every_flow_an_event_accepts_crosses_as_json(
 def test_a_contexts_state_crosses_and_lands_whole(
     pad: dict[str, Any], state: dict[str, Any]
 ) -> None:
+
     there = _ctx(stale="gone")
     there.session_state.update(state)
     for key, value in pad.items():
@@ -162,16 +153,9 @@ def _crossed(kind: Any, value: Any) -> Any:
     return kind.model_validate_json(value.model_dump_json())
 
 
-def _normal(value: object) -> object:
-    text = json.dumps(value, sort_keys=True, default=str)
-    seen: dict[str, str] = {}
-    text = _IDS.sub(lambda m: seen.setdefault(m.group(0), f"<id{len(seen)}>"), text)
-    return json.loads(_TIMES.sub("<time>", text))
-
-
 def _seen(result: seamkit.RunResult, folder: Path | None = None) -> object:
     seen = json.dumps(result.model_dump(mode="json", exclude={"usage"}))
-    return _normal(json.loads(seen.replace(str(folder), "<app>") if folder else seen))
+    return normal(json.loads(seen.replace(str(folder), "<app>") if folder else seen))
 
 
 async def _both(
@@ -219,7 +203,7 @@ async def test_an_example_through_the_remote_gives_what_it_gives_in_process(
             outs.append(_seen(result, folder))
         stored = await store.load("s")
         assert stored is not None
-        return outs, _normal(dict(stored.state)), executor.crossed if executor else []
+        return outs, normal(dict(stored.state)), executor.crossed if executor else []
 
     here, there, _ = await _both(tmp_path, example, steps)
     assert there[:2] == here[:2]  # type: ignore[index]

@@ -20,12 +20,10 @@ import asyncio
 import base64
 import contextlib
 import json
-import re
 import shutil
 import statistics
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,25 +38,18 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from tests.elsewhere import (  # the fixture is autouse: every test here forgets
+    forget_the_apps_modules as forget_the_apps_modules,
+    normal,
+)
+
 if TYPE_CHECKING:
     from tests.plugins.temporal_server import TemporalDevServer
 
 pytest_plugins = ["tests.plugins.temporal_server"]
 
+
 EXAMPLES = Path(__file__).parents[2] / "docs" / "examples"
-_IDS = re.compile(r"\b(call_)?[0-9a-f]{24,64}\b")
-_TIMES = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?")
-
-
-@pytest.fixture(autouse=True)
-def _forget_the_apps_modules(tmp_path: Path) -> Iterator[None]:
-    """The example apps' tool modules, imported from ``tmp_path``, are
-    forgotten after the test (another test's app may have modules of the
-    same names)."""
-    yield
-    for name, module in list(sys.modules.items()):
-        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
-            del sys.modules[name]
 
 
 def _app(tmp_path: Path, name: str, where: str) -> Path:
@@ -90,16 +81,6 @@ async def _serving(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _normal(value: object) -> object:
-    """``value`` as JSON with run-made ids and times replaced by their order
-    of appearance (the same run elsewhere draws other ones)."""
-    text = json.dumps(value, sort_keys=True, default=str)
-    seen: dict[str, str] = {}
-    text = _IDS.sub(lambda m: seen.setdefault(m.group(0), f"<id{len(seen)}>"), text)
-    text = _TIMES.sub("<time>", text)
-    return json.loads(text)
-
-
 async def _history_text(handle: WorkflowHandle[Any, Any]) -> str:
     """Every payload of a workflow's history, decoded, in one text."""
     history = await handle.fetch_history()
@@ -125,7 +106,7 @@ async def _session(agent: seamkit.Agent, name: str) -> tuple[object, object]:
     stored = await agent.session_store().load(name)
     assert stored is not None
     transcript = [m.model_dump(mode="json") for m in stored.transcript]
-    return _normal(transcript), _normal(dict(stored.state))
+    return normal(transcript), normal(dict(stored.state))
 
 
 async def test_the_memory_example_leaves_what_it_leaves_in_process(

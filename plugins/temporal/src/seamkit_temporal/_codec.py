@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, Union, cast
+from typing import Annotated, Any, Generic, TypeVar, Union, cast, get_args
 
 from pydantic import (
     BaseModel,
@@ -29,27 +29,7 @@ from pydantic import (
     ValidationError,
 )
 from seamkit import Output, SeamkitError
-from seamkit.stream import (
-    CallDecided,
-    CallInDoubt,
-    CallSuspended,
-    HookFired,
-    JournalReplayed,
-    ModelCallEnded,
-    ModelCallStarted,
-    ObservedEvent,
-    OutputDelta,
-    OutputRetry,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    ToolCallEmitted,
-    ToolCompleted,
-    ToolExecutionEnd,
-    ToolExecutionStart,
-    ToolOutputDelta,
-    TurnFinished,
-)
+from seamkit.stream import ObservedEvent, OutputDelta, RunFinished
 
 __all__ = [
     "EVENT_TYPES",
@@ -61,27 +41,9 @@ __all__ = [
     "unwrap",
 ]
 
-EVENT_TYPES: tuple[type, ...] = (
-    TextDelta,
-    ToolCallEmitted,
-    TurnFinished,
-    HookFired,
-    ToolExecutionStart,
-    ToolOutputDelta,
-    ToolCompleted,
-    OutputDelta,
-    OutputRetry,
-    RunFinished,
-    RunStarted,
-    ModelCallStarted,
-    ModelCallEnded,
-    ToolExecutionEnd,
-    CallSuspended,
-    CallDecided,
-    CallInDoubt,
-    JournalReplayed,
-)
-"""Every event type the codec knows: the streamed ones, then the observed ones."""
+EVENT_TYPES: tuple[type, ...] = get_args(ObservedEvent)
+"""Every event type the codec knows: what a run observer receives
+(`seamkit.stream.ObservedEvent`), read from that union (a new one travels too)."""
 
 
 class EventDecodeError(SeamkitError, ValueError):

@@ -302,3 +302,19 @@ async def test_a_retried_request_gets_the_first_runs_result_and_runs_nothing_aga
     assert again == first
     runs = await runner.client.count_workflows("WorkflowType = 'seamkit.run'")
     assert runs.count == 2
+
+
+async def test_a_caller_the_events_cannot_reach_gets_the_result_and_is_told(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    from seamkit_temporal._served import set_publisher  # lazy: this test cuts the channel
+
+    agent = await seamkit.Agent.load(_app(tmp_path, "hello", "there"))
+    async with _serving(temporal_dev_server, agent) as runner:
+        set_publisher(None)  # the worker's posts go nowhere now
+        events = [e async for e in runner.stream("hello", "What is 2 + 3?")]
+    (finished,) = events
+    assert isinstance(finished, RunFinished)
+    assert finished.result.output == "2 + 3 = 5."
+    (note,) = [d for d in finished.result.diagnostics if d.code == "live_events_unavailable"]
+    assert "did not reach this process" in note.message

@@ -20,8 +20,9 @@ trial; a trial has its own task queue, session and folder. Each trial:
   they go as the ``decisions`` signal), waits 6 s, then starts two workers.
 
 A trial counts: the run completed (its answer is the script's last turn)
-and on which worker; duplicate ``once`` effects (a refund's effect logged
-twice: must be 0); model turns asked twice (a recorded turn asked anew,
+and on which worker (the one that completed its last workflow task);
+duplicate ``once`` effects (a refund's effect logged twice: must be 0);
+model turns asked twice (a recorded turn asked anew,
 `tests.benchmarks._temporal_faults.turns_asked_twice`: must be 0);
 ``once`` calls in doubt (an ``InDoubt`` result in the session) and those
 reported (the result also carried an ``in_doubt`` diagnostic: all); refund
@@ -54,7 +55,7 @@ import seamkit
 from tests.benchmarks._crash_app import FINAL, MESSAGE
 from tests.benchmarks._harness import figure, print_figures, print_rows, result, verdict
 from tests.benchmarks._temporal_fault_worker import APP
-from tests.benchmarks._temporal_faults import Worker, asks, effects, turns_asked_twice
+from tests.benchmarks._temporal_faults import Worker, effects, turns_asked_twice
 
 FULL = 100
 QUICK = 3
@@ -238,6 +239,8 @@ async def run_trial(t: Trial, server: Any, root: Path) -> Trial:
         with contextlib.suppress(BaseException):
             await killer
         await _check(t, folder, session, codes)
+        if t.completed:
+            t.on_survivor = await _ended_on(client, session) not in t.killed
     finally:
         pool.kill_all()
     return t
@@ -259,8 +262,21 @@ async def _check(t: Trial, folder: Path, session: str, codes: list[str]) -> None
     t.lost = sum(
         1 for call in per_call if not results.get(call, "").startswith(("refunded", IN_DOUBT_MARK))
     )
-    last = [a for a in asks(folder) if a["turn"] == 4]
-    t.on_survivor = t.completed and bool(last) and last[-1]["pid"] not in t.killed
+
+
+async def _ended_on(client: Any, session: str) -> int:
+    """The pid of the worker that completed the run's last workflow task
+    (a worker's identity is ``PID@HOST``)."""
+    import seamkit_temporal  # lazy: the benchmark's only
+
+    handle = client.get_workflow_handle(seamkit_temporal.workflow_id(APP, session))
+    history = await handle.fetch_history()
+    identities = [
+        e.workflow_task_completed_event_attributes.identity
+        for e in history.events
+        if e.HasField("workflow_task_completed_event_attributes")
+    ]
+    return int(identities[-1].partition("@")[0]) if identities else -1
 
 
 def _draw(n: int) -> list[Trial]:

@@ -18,7 +18,9 @@ The model's log is ``DIR/asks.jsonl``: one line per request it answers, with
 the script's turn index (counted from the request, as ``each_run`` plays it),
 the Temporal activity id and attempt that asked it, whether the request
 holds an in-doubt result, the wall-clock time and this pid. The session store
-is ``DIR/sessions.db`` (SQLite), shared by every worker of the trial.
+is ``DIR/sessions.db`` (SQLite), shared by every worker of the trial; a
+save logs a line to ``DIR/saves.jsonl`` once written, then holds while
+``DIR/hold-save`` exists.
 
 Once its worker polls the task queue it prints ``ready PID`` on standard
 output; it serves until it is killed (SIGTERM, SIGINT, or SIGKILL in a trial).
@@ -27,13 +29,14 @@ output; it serves until it is killed (SIGTERM, SIGINT, or SIGKILL in a trial).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,12 +77,13 @@ def _tool_seconds() -> float:
     return float(config.get("tool_seconds", 0.0))
 
 
-async def _hold(tool: str) -> None:
-    """Wait while ``DIR/hold-TOOL`` exists, then the configured time."""
+async def _hold(tool: str, then: float | None = None) -> None:
+    """Wait while ``DIR/hold-TOOL`` exists, then ``then`` seconds (by
+    default the configured time)."""
     flag = _dir() / f"hold-{tool}"
     while flag.exists():
         await asyncio.sleep(0.05)
-    await asyncio.sleep(_tool_seconds())
+    await asyncio.sleep(_tool_seconds() if then is None else then)
 
 
 @seamkit.tool(approval=True, effects="once")
@@ -150,6 +154,33 @@ class LoggedModel(ScriptedModel):
             yield item
 
 
+class HeldStore:
+    """The trial's SQLite store; a save, once written, holds while
+    ``DIR/hold-save`` exists (so that a test kills the worker mid-save)."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = seamkit.SQLiteSessionStore(str(path))
+
+    async def load(self, name: str) -> seamkit.StoredSession | None:
+        return await self.inner.load(name)
+
+    async def save(
+        self, name: str, transcript: Sequence[seamkit.Message], state: Mapping[str, Any]
+    ) -> None:
+        await self.inner.save(name, transcript, state)
+        _append("saves.jsonl", messages=len(transcript))
+        await _hold("save", then=0.0)
+
+    def lock(self, name: str, wait_seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
+        return self.inner.lock(name, wait_seconds)
+
+    async def list(self) -> builtins.list[str]:
+        return await self.inner.list()
+
+    async def delete(self, name: str) -> None:
+        await self.inner.delete(name)
+
+
 def build_agent(directory: Path) -> seamkit.Agent:
     """The app ``faults``: the logged scripted model and the three tools,
     its sessions in ``directory/sessions.db``."""
@@ -158,7 +189,7 @@ def build_agent(directory: Path) -> seamkit.Agent:
         name=APP,
         model=LoggedModel(SCRIPT, each_run=True),
         tools=[refund, reserve, lookup],
-        store=str(directory / "sessions.db"),
+        store=HeldStore(directory / "sessions.db"),
         plugin_hooks=False,
     )
 

@@ -14,14 +14,17 @@ trial; a trial has its own task queue, session and folder. Each trial:
   call the run waits on;
 - after a drawn delay (0 to 3 s from the run's start, about the run's
   length without faults) **kills one of the live workers** (SIGKILL) and
-  starts another;
+  starts another; in every fourth trial (from the first) the kill lands
+  instead at a drawn moment of the first ``refund`` body (after its effect),
+  on the worker running it;
 - in every fourth trial (from the third), at the run's first suspension, kills **every**
   worker, sends the decisions (`TemporalRunner.decide`: with no worker up
   they go as the ``decisions`` signal), waits 6 s, then starts two workers.
 
 A trial counts: the run completed (its answer is the script's last turn)
-and on which worker; duplicate ``once`` effects (a refund's effect logged
-twice: must be 0); model turns asked twice (a recorded turn asked anew,
+and on which worker (the one that completed its last workflow task);
+duplicate ``once`` effects (a refund's effect logged twice: must be 0);
+model turns asked twice (a recorded turn asked anew,
 `tests.benchmarks._temporal_faults.turns_asked_twice`: must be 0);
 ``once`` calls in doubt (an ``InDoubt`` result in the session) and those
 reported (the result also carried an ``in_doubt`` diagnostic: all); refund
@@ -54,7 +57,7 @@ import seamkit
 from tests.benchmarks._crash_app import FINAL, MESSAGE
 from tests.benchmarks._harness import figure, print_figures, print_rows, result, verdict
 from tests.benchmarks._temporal_fault_worker import APP
-from tests.benchmarks._temporal_faults import Worker, asks, effects, turns_asked_twice
+from tests.benchmarks._temporal_faults import Worker, effects, turns_asked_twice
 
 FULL = 100
 QUICK = 3
@@ -67,6 +70,9 @@ NO_WORKER_EVERY = 4
 """Every this many trials (the third, the seventh, ...), the first decisions
 are sent while no worker is up."""
 NO_WORKER_SECONDS = 6.0
+IN_REFUND_EVERY = 4
+"""Every this many trials (the first, the fifth, ...), the kill lands in the
+first ``refund`` body (a ``once`` call: it must be reported in doubt)."""
 TRIAL_SECONDS = 240.0
 """A trial whose run has not completed by then counts as hung."""
 IN_DOUBT_MARK = "Error: InDoubt:"
@@ -80,6 +86,7 @@ class Trial:
     kill_at: float
     tool_seconds: float
     no_worker: bool
+    in_refund: bool = False
     server_restart: bool = False
     completed: bool = False
     on_survivor: bool = False
@@ -189,8 +196,16 @@ async def _drive(t: Trial, runner: Any, pool: Pool, session: str, killer: Any) -
 
 
 async def _kill_one(t: Trial, pool: Pool, began: float) -> None:
-    await asyncio.sleep(max(0.0, t.kill_at - (time.monotonic() - began)))
-    live = pool.live()
+    if t.in_refund:  # the worker running the first refund, at a drawn moment of its body
+        refunds: list[dict[str, Any]] = []
+        while not refunds:
+            await asyncio.sleep(0.02)
+            refunds = [e for e in effects(pool.folder) if e["tool"] == "refund"]
+        await asyncio.sleep(t.kill_at / KILL_WITHIN * t.tool_seconds * 0.9)
+        live = [w for w in pool.live() if w.pid == refunds[0]["pid"]]
+    else:
+        await asyncio.sleep(max(0.0, t.kill_at - (time.monotonic() - began)))
+        live = pool.live()
     if not live:
         return
     victim = random.Random(t.index).choice(live)
@@ -238,6 +253,8 @@ async def run_trial(t: Trial, server: Any, root: Path) -> Trial:
         with contextlib.suppress(BaseException):
             await killer
         await _check(t, folder, session, codes)
+        if t.completed:
+            t.on_survivor = await _ended_on(client, session) not in t.killed
     finally:
         pool.kill_all()
     return t
@@ -259,8 +276,21 @@ async def _check(t: Trial, folder: Path, session: str, codes: list[str]) -> None
     t.lost = sum(
         1 for call in per_call if not results.get(call, "").startswith(("refunded", IN_DOUBT_MARK))
     )
-    last = [a for a in asks(folder) if a["turn"] == 4]
-    t.on_survivor = t.completed and bool(last) and last[-1]["pid"] not in t.killed
+
+
+async def _ended_on(client: Any, session: str) -> int:
+    """The pid of the worker that completed the run's last workflow task
+    (a worker's identity is ``PID@HOST``)."""
+    import seamkit_temporal  # lazy: the benchmark's only
+
+    handle = client.get_workflow_handle(seamkit_temporal.workflow_id(APP, session))
+    history = await handle.fetch_history()
+    identities = [
+        e.workflow_task_completed_event_attributes.identity
+        for e in history.events
+        if e.HasField("workflow_task_completed_event_attributes")
+    ]
+    return int(identities[-1].partition("@")[0]) if identities else -1
 
 
 def _draw(n: int) -> list[Trial]:
@@ -271,6 +301,7 @@ def _draw(n: int) -> list[Trial]:
             kill_at=rng.uniform(0.0, KILL_WITHIN),
             tool_seconds=rng.uniform(0.2, 0.8),
             no_worker=i % NO_WORKER_EVERY == 2,
+            in_refund=i % IN_REFUND_EVERY == 0,
         )
         for i in range(n)
     ]
@@ -315,8 +346,9 @@ def run(n: int, *, quick: bool) -> dict[str, Any]:
     )
     print(
         f"temporal_faults: {n} trials ({CONCURRENT} at a time) + 1 server restart; seed {SEED}; "
-        f"a worker killed at [0, {KILL_WITHIN:g}) s; every {NO_WORKER_EVERY}th trial decides "
-        f"with no worker up; python {sys.version.split()[0]}",
+        f"a worker killed at [0, {KILL_WITHIN:g}) s (every {IN_REFUND_EVERY}th in a refund's "
+        f"body); every {NO_WORKER_EVERY}th trial decides with no worker up; "
+        f"python {sys.version.split()[0]}",
         flush=True,
     )
     root = Path(tempfile.mkdtemp(prefix="seamkit-bench-temporal-faults-"))
@@ -394,6 +426,7 @@ def _rows(trials: list[Trial], restart: Trial) -> list[tuple[str, ...]]:
             "yes" if restart.completed else "NO",
         ),
         ("median seconds per trial", f"{statistics.median([t.seconds for t in trials]):.1f}"),
+        ("longest trial, seconds", f"{max(t.seconds for t in trials):.1f}"),
     ]
 
 

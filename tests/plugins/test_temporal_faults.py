@@ -41,6 +41,9 @@ QUEUE = "faults"
 SESSION = "trial"
 IN_DOUBT_SECONDS = 30.0
 """The issue's bound: the model sees a killed ``once`` call in doubt within this."""
+SAVE_AGAIN_SECONDS = 30.0
+"""A save cut off by a dead worker is done again within this (heartbeat
+time-out 10 s; the save's start-to-close time-out is a minute)."""
 
 
 async def _runner(server: TemporalDevServer) -> TemporalRunner:
@@ -242,6 +245,30 @@ async def test_a_run_completes_across_a_restart_of_the_server_on_its_database(
     done = await _finish(runner, suspended)
     assert done.output == FINAL
     assert [e["order"] for e in _of(folder, "refund")] == ["A", "B", "C"]
+    _each_turn_asked_once(folder)
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_mid_save_costs_the_heartbeat_time_out_not_a_minute(
+    temporal_dev_server: TemporalDevServer, workers: Workers, folder: Path
+) -> None:
+    """Found by the fault trials (trial 12 of 100 took 64 s): the session's
+    save was an activity without heartbeats, so a worker killed while it
+    saved was noticed only at its minute-long time-out."""
+    runner = await _runner(temporal_dev_server)
+    first = await workers.start()
+    hold = _hold(folder, "save")
+    running = asyncio.ensure_future(runner.run(APP, MESSAGE, session=SESSION))
+    await wait_for(lambda: (folder / "saves.jsonl").exists(), 30, "the session's save")
+    first.kill()
+    killed = time.monotonic()
+    hold.unlink()
+    await workers.start()
+    suspended = await running
+    assert time.monotonic() - killed < SAVE_AGAIN_SECONDS
+    assert isinstance(suspended.outcome, seamkit.Suspended)
+    done = await _finish(runner, suspended)
+    assert done.output == FINAL
     _each_turn_asked_once(folder)
 
 

@@ -11,7 +11,8 @@ worker with the worker's agent (`seamkit.plugins.Remote`).
 - ``seamkit.hooks``: one event's hooks (a local activity).
 - ``seamkit.refresh``: the agent's tool sources refreshed (a local activity).
 - ``seamkit.load`` and ``seamkit.save``: the session, from and to the app's
-  store (regular activities).
+  store (regular activities that heartbeat: a save cut off by a dead worker
+  is done again within the heartbeat time-out, not the minute it may take).
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ async def refresh_tools(app: str) -> list[seamkit.Diagnostic]:
 async def load_session(given: SessionInput) -> Loaded:
     """The session from the app's store."""
     store = agent_for(given.app).session_store()
-    stored = await store.load(given.name)
+    stored = await _heartbeating(store.load(given.name))
     if stored is None:
         return Loaded(found=False)
     state: dict[str, Any] = dict(stored.state)
@@ -206,7 +207,7 @@ async def load_session(given: SessionInput) -> Loaded:
 async def save_session(given: SaveInput) -> None:
     """The session to the app's store."""
     store = agent_for(given.app).session_store()
-    await store.save(given.name, list(given.transcript), given.state)
+    await _heartbeating(store.save(given.name, list(given.transcript), given.state))
 
 
 ACTIVITIES = (

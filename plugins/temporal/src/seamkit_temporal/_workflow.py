@@ -227,6 +227,7 @@ class ActivityStore:
             load_session,
             SessionInput(app=self.app, name=name),
             start_to_close_timeout=_STORE_TIMEOUT,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,
         )
         if not loaded.found:
             return None
@@ -238,7 +239,12 @@ class ActivityStore:
         given = SaveInput(
             app=self.app, name=name, transcript=tuple(transcript), state=to_jsonable_python(state)
         )
-        await workflow.execute_activity(save_session, given, start_to_close_timeout=_STORE_TIMEOUT)
+        await workflow.execute_activity(
+            save_session,
+            given,
+            start_to_close_timeout=_STORE_TIMEOUT,
+            heartbeat_timeout=_HEARTBEAT_TIMEOUT,  # (a dead worker's save: again in 10 s)
+        )
 
     def lock(self, name: str, wait_seconds: float) -> contextlib.AbstractAsyncContextManager[None]:
         return contextlib.nullcontext()

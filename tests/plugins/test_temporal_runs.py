@@ -33,7 +33,7 @@ from seamkit.stream import RunFinished, ToolExecutionStart, ToolOutputDelta
 from seamkit_temporal import TemporalRunner, connect, serve, workflow_id
 from seamkit_temporal._workflow import SeamkitRun
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
@@ -318,3 +318,27 @@ async def test_a_caller_the_events_cannot_reach_gets_the_result_and_is_told(
     assert finished.result.output == "2 + 3 = 5."
     (note,) = [d for d in finished.result.diagnostics if d.code == "live_events_unavailable"]
     assert "did not reach this process" in note.message
+
+
+async def test_decisions_made_for_an_earlier_suspension_decide_nothing(
+    temporal_dev_server: TemporalDevServer, tmp_path: Path
+) -> None:
+    from seamkit_temporal._workflow import DecideInput  # lazy: the wire's own input
+
+    agent = await seamkit.Agent.load(_app(tmp_path, "refund", "there"))
+    async with _serving(temporal_dev_server, agent) as runner:
+        first = await runner.run("refund", "Refund order A1", session="late")
+        assert isinstance(first.outcome, seamkit.Suspended)
+        handle = runner.client.get_workflow_handle_for(
+            SeamkitRun.run, workflow_id("refund", "late")
+        )
+        stale = DecideInput(rest=seamkit.Approve(), rounds=0)  # (a copy from before)
+        await handle.signal(SeamkitRun.decisions, stale)
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await handle.execute_update(SeamkitRun.decide, stale)
+        assert "earlier suspension" in str(refused.value.cause)
+        status = await runner.status("late")
+        assert status is not None and status.state == "suspended"  # nothing was decided
+        (pending,) = first.outcome.pending
+        done = await runner.decide("late", seamkit.Decisions({pending.call_id: seamkit.Approve()}))
+    assert done.outcome.kind == "completed"

@@ -196,7 +196,7 @@ class TemporalRunner:
                 session=session,
                 hint="start one with `seamkit temporal run` (or TemporalRunner.run)",
             )
-        given = DecideInput.of(decisions, route)
+        given = DecideInput.of(decisions, route, status.rounds)
         if not answered:  # no worker is up: the signal keeps them until one is
             log.warning("no worker is up for %r: the decisions are sent as a signal", session)
             await handle.signal(SeamkitRun.decisions, given)

@@ -76,6 +76,8 @@ _STORE_TIMEOUT = timedelta(seconds=60)
 _IDEMPOTENT_ATTEMPTS = 5
 """How often an ``idempotent`` tool's body is tried (with one key) before the call is in doubt."""
 
+_STALE = "these decisions were made for an earlier suspension of the run: decide again"
+
 Decision = Annotated[seamkit.Approve | seamkit.Reject | seamkit.Edit, Field(discriminator="action")]
 
 
@@ -89,11 +91,21 @@ class DecideInput(BaseModel):
     rest: Decision | None = None
     by: str | None = None
     route: Route | None = None
+    rounds: int | None = None
+    """How many of the workflow's runs had ended when these decisions were
+    made: they decide that suspension and no later one (a copy that arrives
+    late, by a signal say, never decides calls nobody saw)."""
 
     @classmethod
-    def of(cls, decisions: seamkit.Decisions, route: Route | None = None) -> DecideInput:
+    def of(
+        cls, decisions: seamkit.Decisions, route: Route | None = None, rounds: int | None = None
+    ) -> DecideInput:
         return cls(
-            decisions=dict(decisions.decisions), rest=decisions.rest, by=decisions.by, route=route
+            decisions=dict(decisions.decisions),
+            rest=decisions.rest,
+            by=decisions.by,
+            route=route,
+            rounds=rounds,
         )
 
     def value(self) -> seamkit.Decisions:
@@ -343,11 +355,16 @@ class SeamkitRun:
             timeout = max(
                 oldest + timedelta(seconds=limit) - workflow.now(), timedelta(milliseconds=1)
             )
-        try:
-            await workflow.wait_condition(lambda: bool(self._inbox), timeout=timeout)
-        except TimeoutError:
-            return None
-        return self._inbox.pop(0)
+        while True:
+            try:
+                await workflow.wait_condition(lambda: bool(self._inbox), timeout=timeout)
+            except TimeoutError:
+                return None
+            asked = self._inbox.pop(0)
+            made = asked[1].rounds
+            if made is None or made == self._rounds:
+                return asked
+            self._answer(asked, _STALE)  # (decisions for an earlier suspension)
 
     async def _round(
         self,
@@ -433,6 +450,8 @@ class SeamkitRun:
         wait, or for calls it does not wait on."""
         if self._state != "suspended" or self._inbox:
             raise ValueError(f"the run is {self._state}: no call waits for a decision")
+        if given.rounds is not None and given.rounds != self._rounds:
+            raise ValueError(_STALE)
         waiting = {p.call_id for p in self._pending if p.decision is None}
         for call_id in given.decisions:
             if call_id not in waiting:

@@ -76,6 +76,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "contrib" / "refresh-daily"),
         str(ROOT / "plugins" / "tool-call"),
         str(ROOT / "plugins" / "openai"),
+        str(ROOT / "plugins" / "anthropic"),
         str(ROOT / "plugins" / "serve"),
         str(ROOT / "plugins" / "sessions-postgres"),
         f"{ROOT / 'plugins' / 'tool-service'}[nats]",

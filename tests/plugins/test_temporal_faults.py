@@ -110,6 +110,22 @@ async def _finish(runner: TemporalRunner, result: seamkit.RunResult) -> seamkit.
     return result
 
 
+async def _cut_off(
+    runner: TemporalRunner, workers: Workers, folder: Path, tool: str
+) -> tuple[Worker, seamkit.RunResult]:
+    """A run whose first worker is SIGKILLed while ``tool``'s body holds
+    (after its effect), another worker started: that first worker, and the
+    run's result once it suspends."""
+    first = await workers.start()
+    hold = _hold(folder, tool)
+    running = asyncio.ensure_future(runner.run(APP, MESSAGE, session=SESSION))
+    await wait_for(lambda: bool(_of(folder, tool)), 30, f"the {tool} call's effect")
+    first.kill()
+    hold.unlink()
+    await workers.start()
+    return first, await running
+
+
 def _each_turn_asked_once(folder: Path) -> None:
     assert [a["turn"] for a in asks(folder)] == [1, 2, 3, 4]
     assert turns_asked_twice(folder) == 0
@@ -154,14 +170,7 @@ async def test_an_idempotent_call_cut_off_is_run_again_with_the_same_key(
 ) -> None:
     runner = await _runner(temporal_dev_server)
 
-    first = await workers.start()
-    hold = _hold(folder, "reserve")
-    running = asyncio.ensure_future(runner.run(APP, MESSAGE, session=SESSION))
-    await wait_for(lambda: bool(_of(folder, "reserve")), 30, "the reservation's effect")
-    first.kill()
-    hold.unlink()
-    await workers.start()
-    suspended = await running
+    first, suspended = await _cut_off(runner, workers, folder, "reserve")
 
     x = [e for e in _of(folder, "reserve") if e["item"] == "X"]
     assert [e["attempt"] for e in x] == [1, 2]
@@ -179,14 +188,7 @@ async def test_a_call_without_effects_cut_off_is_run_again(
 ) -> None:
     runner = await _runner(temporal_dev_server)
 
-    first = await workers.start()
-    hold = _hold(folder, "lookup")
-    running = asyncio.ensure_future(runner.run(APP, MESSAGE, session=SESSION))
-    await wait_for(lambda: bool(_of(folder, "lookup")), 30, "the lookup's effect")
-    first.kill()
-    hold.unlink()
-    await workers.start()
-    suspended = await running
+    first, suspended = await _cut_off(runner, workers, folder, "lookup")
 
     a = [e for e in _of(folder, "lookup") if e["order"] == "A"]
     assert len(a) == 2 and a[0]["pid"] == first.pid and a[1]["pid"] != first.pid

@@ -129,7 +129,8 @@ class TemporalRunner:
         if session is not None or request_id is None:
             handle = await self._start(given)
         else:
-            handle = await self._attach(given, workflow_id(given.app, None, request_id))
+            wid = workflow_id(given.app, None, request_id)
+            handle = await self._start(given, wid, attach=True)
         return await _result(_outcome(handle, 0), session)
 
     async def stream(
@@ -232,8 +233,11 @@ class TemporalRunner:
         return self._inbox
 
     async def _start(
-        self, given: RunInput, wid: str | None = None
+        self, given: RunInput, wid: str | None = None, *, attach: bool = False
     ) -> WorkflowHandle[SeamkitRun, seamkit.RunResult]:
+        """Start the run's workflow. A session's (or a fresh) id: refused while
+        one runs (`_busy`), free again once it ended. ``attach`` (a named
+        request): the run of that id, started now or before, never twice."""
         wid = wid or workflow_id(given.app, given.session)
         try:
             return await self.client.start_workflow(
@@ -241,27 +245,21 @@ class TemporalRunner:
                 given,
                 id=wid,
                 task_queue=self.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=(
+                    WorkflowIDConflictPolicy.USE_EXISTING
+                    if attach
+                    else WorkflowIDConflictPolicy.FAIL
+                ),
+                id_reuse_policy=(
+                    WorkflowIDReusePolicy.REJECT_DUPLICATE
+                    if attach
+                    else WorkflowIDReusePolicy.ALLOW_DUPLICATE
+                ),
             )
         except WorkflowAlreadyStartedError:
+            if attach:  # it ended: its result stays
+                return self.client.get_workflow_handle_for(SeamkitRun.run, wid)
             raise await self._busy(wid, given.session) from None
-
-    async def _attach(
-        self, given: RunInput, wid: str
-    ) -> WorkflowHandle[SeamkitRun, seamkit.RunResult]:
-        """The run of ``wid``: started now, or the one started before."""
-        try:
-            return await self.client.start_workflow(
-                SeamkitRun.run,
-                given,
-                id=wid,
-                task_queue=self.task_queue,
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            )
-        except WorkflowAlreadyStartedError:  # it ended: its result stays
-            return self.client.get_workflow_handle_for(SeamkitRun.run, wid)
 
     async def _busy(self, wid: str, session: str | None) -> seamkit.SeamkitError:
         """What a run of a session whose workflow still runs is told."""

@@ -89,7 +89,11 @@ class Message(BaseModel):
     Roles ``system``, ``user``, ``assistant`` and ``tool``. An assistant message
     may carry ``tool_calls``; a tool message answers one of them by
     ``tool_call_id``. ``content`` is text, or a list of content parts as the
-    OpenAI format allows.
+    OpenAI format allows. A tool message whose result is an error has
+    ``is_error`` set (providers whose API flags failed results, like
+    Anthropic's, send it; `to_openai` leaves it out, as OpenAI's format has no
+    such field). Content parts an API needs echoed back verbatim (Anthropic's
+    thinking blocks) are kept as parts of the assistant message; `text` skips them.
     """
 
     model_config = _FROZEN
@@ -99,6 +103,7 @@ class Message(BaseModel):
     tool_calls: tuple[MessageToolCall, ...] | None = None
     tool_call_id: str | None = None
     name: str | None = None
+    is_error: Literal[True] | None = None
 
     @model_validator(mode="after")
     def _check_shape(self) -> Message:
@@ -108,6 +113,8 @@ class Message(BaseModel):
             raise ValueError("a tool message needs the tool_call_id it answers")
         if self.tool_call_id is not None and self.role != "tool":
             raise ValueError("only tool messages carry a tool_call_id")
+        if self.is_error and self.role != "tool":
+            raise ValueError("only tool messages carry is_error")
         return self
 
     @classmethod
@@ -132,9 +139,12 @@ class Message(BaseModel):
         )
 
     @classmethod
-    def tool(cls, tool_call_id: str, content: str) -> Message:
-        """A tool message carrying the result of the call ``tool_call_id``."""
-        return cls(role="tool", tool_call_id=tool_call_id, content=content)
+    def tool(cls, tool_call_id: str, content: str, *, is_error: bool = False) -> Message:
+        """A tool message carrying the result of the call ``tool_call_id``;
+        ``is_error`` when that result reports a failure."""
+        return cls(
+            role="tool", tool_call_id=tool_call_id, content=content, is_error=is_error or None
+        )
 
     @property
     def from_user(self) -> bool:
@@ -152,8 +162,9 @@ class Message(BaseModel):
         return "".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
 
     def to_openai(self) -> dict[str, Any]:
-        """The message as an OpenAI chat API dict (unset fields left out)."""
-        return self.model_dump(mode="json", exclude_none=True)
+        """The message as an OpenAI chat API dict (unset fields, and the
+        ``is_error`` flag OpenAI's format lacks, left out)."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"is_error"})
 
 
 class Document(BaseModel):
@@ -282,13 +293,20 @@ class ToolSpec(BaseModel):
 
 
 class Usage(BaseModel):
-    """Token counts of one model call, or summed over a run."""
+    """Token counts of one model call, or summed over a run.
+
+    ``input_tokens`` counts every input token, the cached ones included (as
+    OpenAI counts them); ``cache_read_tokens`` of them were read from the
+    provider's prompt cache and ``cache_write_tokens`` written to it.
+    """
 
     model_config = _FROZEN
 
     input_tokens: int = 0
     output_tokens: int = 0
     requests: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def total_tokens(self) -> int:
@@ -300,6 +318,8 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             requests=self.requests + other.requests,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
 

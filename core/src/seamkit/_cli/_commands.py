@@ -416,7 +416,9 @@ class _Recorder:
         elif isinstance(event, S.TurnFinished):
             self.transcript.append(event.model_turn.message)
         elif isinstance(event, S.ToolCompleted):
-            self.transcript.append(Message.tool(event.call.id, event.result.content))
+            self.transcript.append(
+                Message.tool(event.call.id, event.result.content, is_error=event.result.is_error)
+            )
         elif isinstance(event, S.RunFinished):
             self.result = event.result
             self.transcript = list(event.result.transcript)

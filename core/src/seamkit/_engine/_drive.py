@@ -721,7 +721,7 @@ def _commit(run: RunState) -> list[Settled]:
     run.pending.clear()
     turn = run.ctx.turn
     for s in settled:
-        run.transcript.append(Message.tool(s.call.id, s.result.content))
+        run.transcript.append(Message.tool(s.call.id, s.result.content, is_error=s.result.is_error))
         if run.emit is not None:
             run.emit(ToolCompleted(s.call, s.result, turn))
     return settled

@@ -393,3 +393,8 @@ def test_openai_sends_an_assistant_message_with_a_thinking_part_as_plain_text() 
         stream=False,
     )
     assert again["messages"][1]["content"] == [text("a"), text("b")]
+
+
+def test_a_transcript_starting_with_an_assistant_message_is_refused() -> None:
+    with pytest.raises(seamkit.ModelError, match="starts with an assistant"):
+        body(ask(Message.user(""), Message.assistant("hello"), Message.user("hi")))

@@ -26,8 +26,8 @@ Mapping choices
   gives its opaque parts (thinking, redacted thinking, any part that is not
   text) verbatim and in order, then its text, then its ``tool_use`` blocks. An
   assistant message with nothing to send (no text, parts or calls) is left
-  out; a transcript ending in an assistant message is refused (seamkit never
-  prefills).
+  out (so is a user message without text); a transcript that starts with an
+  assistant turn, or ends with one, is refused (seamkit never prefills).
 - **``_raw_arguments``.** A tool call's ``input`` is its arguments parsed;
   arguments that are not a JSON object (another provider's transcript, an
   answer cut short) go as ``{"_raw_arguments": "<the text>"}``: the same
@@ -323,6 +323,12 @@ def _layout(request: seamkit.ModelRequest) -> Layout:
             turn["content"] = [b for b in content if b["type"] == "tool_result"] + [
                 b for b in content if b["type"] != "tool_result"
             ]
+    if layout.messages and layout.messages[0]["role"] == "assistant":
+        raise _error(
+            "the conversation starts with an assistant message (after leaving out empty "
+            "messages); the Messages API needs a user message first",
+            hint="start the messages with a user message that has text",
+        )
     if layout.messages and layout.messages[-1]["role"] == "assistant":
         raise _error(
             "the conversation ends with an assistant message; the anthropic provider "

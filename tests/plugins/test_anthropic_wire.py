@@ -398,3 +398,12 @@ def test_openai_sends_an_assistant_message_with_a_thinking_part_as_plain_text() 
 def test_a_transcript_starting_with_an_assistant_message_is_refused() -> None:
     with pytest.raises(seamkit.ModelError, match="starts with an assistant"):
         body(ask(Message.user(""), Message.assistant("hello"), Message.user("hi")))
+
+
+def test_an_opaque_part_carrying_a_breakpoint_is_sent_without_it() -> None:
+    tool = {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {}}
+    stored = {**tool, "cache_control": EPHEMERAL}
+    answer = Message(role="assistant", content=[stored, text("Found it.")])
+    b = body(ask(Message.user("q"), answer, Message.user("thanks")), cache="off")
+    assert b["messages"][1]["content"] == [tool, text("Found it.")]
+    assert answer.content == [stored, text("Found it.")]

@@ -24,7 +24,9 @@ Mapping choices
   ``tool_result`` blocks of a user turn, first in it (the API wants them
   first), ``is_error`` when the result was an error. An assistant message
   gives its opaque parts (thinking, redacted thinking, any part that is not
-  text) verbatim and in order, then its text, then its ``tool_use`` blocks. An
+  text) verbatim and in order (less a ``cache_control`` one carries: the
+  provider places the breakpoints), then its text, then its ``tool_use``
+  blocks. An
   assistant message with nothing to send (no text, parts or calls) is left
   out (so is a user message without text); a transcript that starts with an
   assistant turn, or ends with one, is refused (seamkit never prefills).
@@ -76,15 +78,10 @@ _PARALLEL_PARAM = "parallel_tool_calls"
 
 
 def render_documents(documents: tuple[seamkit.Document, ...]) -> str:
-    """The documents as one text block, in the openai provider's format::
-
-    <documents>
-    <document id="...">
-    <metadata>{json}</metadata>   (only when the document has metadata)
-    text
-    </document>
-    </documents>
-    """
+    """The documents as one text block, exactly as the openai provider renders
+    them: ``<documents>``, then per document ``<document id="...">``, a
+    ``<metadata>{json}</metadata>`` line when it has metadata, its text and
+    ``</document>``, then ``</documents>``, one per line."""
     parts = ["<documents>"]
     for doc in documents:
         parts.append(f'<document id="{_attribute(doc.id)}">')
@@ -243,7 +240,11 @@ def _assistant_blocks(message: seamkit.Message) -> tuple[list[dict[str, Any]], b
     injected pair)."""
     blocks: list[dict[str, Any]] = []
     if isinstance(message.content, list):
-        blocks.extend(dict(p) for p in message.content if p.get("type") != "text")
+        blocks.extend(
+            {k: v for k, v in p.items() if k != "cache_control"}
+            for p in message.content
+            if p.get("type") != "text"
+        )
     text = message.text
     if text:
         blocks.append({"type": "text", "text": text})

@@ -365,7 +365,7 @@ def test_p_skips_injected_pairs_and_e_skips_thinking_empty_text_and_system_notes
     # E: the pair's tool_result, not the <system> note after it.
     roles = [m["role"] for m in b["messages"]]
     assert roles == ["user", "assistant", "user", "assistant", "user"]
-    assert marked(b) == [("messages", (0, 0)), ("messages", (4, 0))]
+    assert marked(b) == [("tools", 0), ("messages", (0, 0)), ("messages", (4, 0))]
     assert b["messages"][4]["content"][1] == text("<system>note</system>")
     assert "cache_control" not in b["messages"][1]["content"][0]
 
@@ -407,3 +407,14 @@ def test_an_opaque_part_carrying_a_breakpoint_is_sent_without_it() -> None:
     b = body(ask(Message.user("q"), answer, Message.user("thanks")), cache="off")
     assert b["messages"][1]["content"] == [tool, text("Found it.")]
     assert answer.content == [stored, text("Found it.")]
+
+
+def test_a_transcript_with_tool_calls_and_no_tools_declares_stand_ins_it_cannot_call() -> None:
+    paired = inject_tool_result(
+        [Message.user("hi")], name="clock", arguments={}, content="12:00", placement="stable"
+    )
+    b = body(ask(*paired))
+    assert [t["name"] for t in b["tools"]] == ["clock"]
+    assert b["tools"][0]["input_schema"] == {"type": "object", "properties": {}}
+    assert b["tool_choice"] == {"type": "none"}
+    assert "tools" not in body(ask(Message.user("hi")))

@@ -30,6 +30,11 @@ Mapping choices
   assistant message with nothing to send (no text, parts or calls) is left
   out (so is a user message without text); a transcript that starts with an
   assistant turn, or ends with one, is refused (seamkit never prefills).
+- **Stand-in tools.** The API refuses ``tool_use`` and ``tool_result``
+  blocks in a request that defines no tools; when the request has none (an app
+  without tools whose hook injected a result), each tool name the transcript
+  calls is declared with an empty schema, in the order of first use, and
+  ``tool_choice`` is ``none``.
 - **``_raw_arguments``.** A tool call's ``input`` is its arguments parsed;
   arguments that are not a JSON object (another provider's transcript, an
   answer cut short) go as ``{"_raw_arguments": "<the text>"}``: the same
@@ -134,6 +139,9 @@ class Layout:
     """Per wire message: an assistant turn the model wrote (not only injected pairs)."""
     barred: set[int] = field(default_factory=set)
     """``id()`` of blocks that never carry a breakpoint (``<system>`` text)."""
+    stand_ins: bool = False
+    """Whether ``tools`` are stand-ins for the transcript's tools (the request
+    has none of its own)."""
 
 
 def _cacheable(block: dict[str, Any], layout: Layout) -> bool:
@@ -324,6 +332,8 @@ def _layout(request: seamkit.ModelRequest) -> Layout:
             turn["content"] = [b for b in content if b["type"] == "tool_result"] + [
                 b for b in content if b["type"] != "tool_result"
             ]
+    if not layout.tools:
+        _stand_in_tools(layout)
     if layout.messages and layout.messages[0]["role"] == "assistant":
         raise _error(
             "the conversation starts with an assistant message (after leaving out empty "
@@ -337,6 +347,28 @@ def _layout(request: seamkit.ModelRequest) -> Layout:
             hint="end the messages with a user message (or a tool result)",
         )
     return layout
+
+
+def _stand_in_tools(layout: Layout) -> None:
+    """Tools for a transcript with tool calls in a request without tools: the
+    API refuses ``tool_use`` and ``tool_result`` blocks in a request that
+    defines no tools (an app without tools whose hook injects a result, say),
+    so each tool name the transcript calls gets an empty stand-in, in the order
+    of first use; ``tool_choice`` is then ``none``."""
+    names: dict[str, None] = {}
+    for turn in layout.messages:
+        for block in turn["content"]:
+            if block["type"] == "tool_use":
+                names.setdefault(block["name"], None)
+    layout.tools = [
+        {
+            "name": name,
+            "description": "Not available now; its results in the conversation stand.",
+            "input_schema": {"type": "object", "properties": {}},
+        }
+        for name in names
+    ]
+    layout.stand_ins = bool(layout.tools)
 
 
 def _tool_choice(choice: str | None, parallel: bool) -> dict[str, Any] | None:
@@ -419,7 +451,9 @@ def request_body(
         body["temperature"] = request.temperature
     if layout.tools:
         body["tools"] = layout.tools
-        choice = _tool_choice(request.tool_choice, parallel)
+        choice = (
+            {"type": "none"} if layout.stand_ins else _tool_choice(request.tool_choice, parallel)
+        )
         if choice is not None:
             body["tool_choice"] = choice
     if layout.system:

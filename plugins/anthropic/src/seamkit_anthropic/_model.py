@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
 
-from ._assemble import TurnAssembler, turn_from_message
+from ._assemble import Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig, key_origin
 from ._failures import answer_failure, backoff, failure, should_retry
 from ._wire import request_body
@@ -43,6 +43,11 @@ _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 _PROVIDER = "anthropic"
+
+
+def _is_stream(response: httpx.Response) -> bool:
+    kind: str = response.headers.get("content-type", "")
+    return kind.startswith("text/event-stream")
 
 
 def messages_url(base_url: str) -> str:
@@ -223,6 +228,11 @@ class AnthropicModel:
 
         body = request_body(request, self.config, stream=False)
         async with self._answer(body) as response:
+            if _is_stream(response):  # a server that streams unasked
+                assembler = TurnAssembler()
+                async for _ in self._events(response, assembler):
+                    pass
+                return self._finished(assembler.finish(), request)
             try:
                 raw = await response.aread()
             except httpx.TransportError as exc:
@@ -253,12 +263,9 @@ class AnthropicModel:
         """The answer's text and its tool calls' argument fragments
         (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then the turn.
         Thinking is kept in the turn, never yielded."""
-        import httpx  # lazy: loaded with the client
-        from httpx_sse import EventSource  # lazy: loaded with the client
-
         body = request_body(request, self.config, stream=True)
         async with self._answer(body) as response:
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            if not _is_stream(response):
                 raw = await response.aread()  # a server that ignored stream: true
                 turn = self._finished(turn_from_message(self._object(raw, "an answer")), request)
                 if turn.message.text:
@@ -269,35 +276,47 @@ class AnthropicModel:
                 yield turn
                 return
             assembler = TurnAssembler()
-            events = EventSource(response).aiter_sse()
-            try:
-                async for event in events:
-                    if not event.data:
-                        continue
-                    data = self._object_event(event.data)
-                    kind = data.get("type")
-                    kind = kind if isinstance(kind, str) else event.event
-                    if kind == "error" or event.event == "error":
-                        raise answer_failure(
-                            data.get("error"),
-                            where=self.where,
-                            model=self.config.name,
-                            secrets=self._secrets,
-                        )
-                    for piece in assembler.feed(kind, data):
-                        yield piece
-                    if assembler.stopped:
-                        break
-            except httpx.TransportError as exc:
-                raise self._cut(assembler, exc) from None
-            if not assembler.stopped:
-                raise self._cut(assembler, None)
-            # read the body's end, so the connection goes back to the pool
-            with contextlib.suppress(httpx.TransportError, TimeoutError):
-                async with asyncio.timeout(_DRAIN_SECONDS):
-                    async for _ in events:
-                        pass
+            async for piece in self._events(response, assembler):
+                yield piece
         yield self._finished(assembler.finish(), request)
+
+    async def _events(
+        self, response: httpx.Response, assembler: TurnAssembler
+    ) -> AsyncIterator[Piece]:
+        """Feed ``response``'s events to ``assembler``, yielding what each
+        adds, up to ``message_stop``; an ``error`` event, or an end before
+        ``message_stop``, raises."""
+        import httpx  # lazy: loaded with the client
+        from httpx_sse import EventSource  # lazy: loaded with the client
+
+        events = EventSource(response).aiter_sse()
+        try:
+            async for event in events:
+                if not event.data:
+                    continue
+                data = self._object_event(event.data)
+                kind = data.get("type")
+                kind = kind if isinstance(kind, str) else event.event
+                if kind == "error" or event.event == "error":
+                    raise answer_failure(
+                        data.get("error"),
+                        where=self.where,
+                        model=self.config.name,
+                        secrets=self._secrets,
+                    )
+                for piece in assembler.feed(kind, data):
+                    yield piece
+                if assembler.stopped:
+                    break
+        except httpx.TransportError as exc:
+            raise self._cut(assembler, exc) from None
+        if not assembler.stopped:
+            raise self._cut(assembler, None)
+        # read the body's end, so the connection goes back to the pool
+        with contextlib.suppress(httpx.TransportError, TimeoutError):
+            async with asyncio.timeout(_DRAIN_SECONDS):
+                async for _ in events:
+                    pass
 
     def _object_event(self, raw: str) -> dict[str, Any]:
         try:

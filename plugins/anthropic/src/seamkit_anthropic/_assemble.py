@@ -223,8 +223,8 @@ class TurnAssembler:
         if kind == "content_block_delta":
             return self._delta(data)
         if kind == "content_block_start":
-            self._start(data)
-        elif kind == "message_start":
+            return self._start(data)
+        if kind == "message_start":
             message = data.get("message") or {}
             usage = message.get("usage")
             if isinstance(usage, dict):
@@ -242,16 +242,19 @@ class TurnAssembler:
             self.stopped = True
         return []
 
-    def _start(self, data: dict[str, Any]) -> None:
+    def _start(self, data: dict[str, Any]) -> list[Piece]:
         index = data.get("index")
         block = data.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
-            return
+            return []
         position = None
-        if block.get("type") == "tool_use":
+        kind = block.get("type")
+        if kind == "tool_use":
             position = self._calls
             self._calls += 1
         self._blocks[index] = _Block(dict(block), position)
+        text = block.get("text") if kind == "text" else None
+        return [text] if isinstance(text, str) and text else []  # a start with text in it
 
     def _delta(self, data: dict[str, Any]) -> list[Piece]:
         block = self._blocks.get(data.get("index"))  # type: ignore[arg-type]

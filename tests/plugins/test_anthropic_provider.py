@@ -12,6 +12,7 @@ reads the same transcripts to the same text and calls.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
 import logging
 import subprocess
@@ -504,6 +505,16 @@ def test_retry_after_is_honoured(server: ReplayServer) -> None:
     assert time.monotonic() - start >= 0.4
 
 
+def test_retry_after_as_an_http_date_is_honoured(server: ReplayServer) -> None:
+    when = email.utils.formatdate(time.time() + 2, usegmt=True)
+    error = {"type": "error", "error": {"type": "rate_limit_error", "message": "later"}}
+    server.script("f-date", Reply.json(error, 429, **{"retry-after": when}))
+    server.script("f-date", Reply.http("basic_response"))
+    start = time.monotonic()
+    asyncio.run(streamed(model_for(server, "f-date"), ask()))
+    assert 0.9 <= time.monotonic() - start < 4
+
+
 def test_retries_stop_at_max_retries(server: ReplayServer) -> None:
     busy = Reply.http("overloaded_529")
     server.script("f-max", busy, busy, busy)
@@ -581,6 +592,20 @@ def test_413_is_not_a_context_error(server: ReplayServer) -> None:
         asyncio.run(model_for(server, "f-413").complete(ask()))
     assert not isinstance(caught.value, seamkit.ContextLengthExceeded)
     assert "32 MB" in (caught.value.hint or "")
+
+
+def test_an_error_object_in_a_200_body_fails_the_turn(server: ReplayServer) -> None:
+    error = {"type": "error", "error": {"type": "api_error", "message": "upstream timed out"}}
+    server.script("f-200", Reply.json(error))
+    with pytest.raises(seamkit.ModelError, match=r"\(api_error\): upstream timed out"):
+        asyncio.run(model_for(server, "f-200").complete(ask()))
+
+
+def test_a_read_time_out_inside_a_stream_is_a_cut(server: ReplayServer) -> None:
+    server.script("f-slow", Reply.http("basic_response", pause=1.0))
+    model = model_for(server, "f-slow", timeout_seconds=0.3, max_retries=0)
+    with pytest.raises(seamkit.ModelError, match=r"cut off before message_stop .*ReadTimeout"):
+        asyncio.run(streamed(model, ask()))
 
 
 def test_an_error_event_fails_the_turn_and_is_not_retried(server: ReplayServer) -> None:

@@ -3,9 +3,10 @@ sent whole give the same `seamkit.ModelTurn`, for any message (text blocks,
 tool calls with any JSON input, thinking and redacted thinking, a refusal,
 usage with or without cache counts) split into any event sequence (text and
 argument JSON cut anywhere, the JSON written with any spacing, pings and
-unknown events anywhere, usage repeated or not in ``message_delta``). The
-text deltas join to the turn's text, and each call's argument fragments parse
-to its arguments. Both go over a real socket to the replay server."""
+unknown events anywhere, a call's input whole in its start, usage repeated
+or not in ``message_delta``). The text deltas join to the turn's text, and
+each call's argument fragments parse to its arguments. Both go over a real
+socket to the replay server."""
 
 from __future__ import annotations
 
@@ -140,6 +141,9 @@ def answers(draw: st.DrawFn) -> tuple[Reply, Reply]:
             raw = json.dumps(block["input"], separators=spacing, indent=indent)
             if not block["input"] and draw(st.booleans()):
                 raw = ""  # an empty input may send no JSON at all
+            elif draw(st.integers(0, 4)) == 0:  # a proxy sends the input whole in the start
+                opening["input"] = block["input"]
+                raw = ""
             pieces = [{"type": "input_json_delta", "partial_json": p} for p in _split(draw, raw)]
             if draw(st.booleans()):
                 pieces.insert(0, {"type": "input_json_delta", "partial_json": ""})

@@ -189,6 +189,10 @@ class _Block:
     def finished(self) -> dict[str, Any]:
         data = self.data
         if data.get("type") == "tool_use":
+            value = data.get("input")
+            if not self.json and value:  # the input came whole in the start
+                text = value if isinstance(value, str) else json.dumps(value)
+                return {**data, "arguments": text}
             return {**data, "arguments": "".join(self.json)}
         if self.json:  # a server tool's input, streamed like a call's
             text = "".join(self.json)
@@ -224,6 +228,8 @@ class TurnAssembler:
             return self._delta(data)
         if kind == "content_block_start":
             return self._start(data)
+        if kind == "content_block_stop":
+            return self._stop(data)
         if kind == "message_start":
             message = data.get("message") or {}
             usage = message.get("usage")
@@ -256,8 +262,25 @@ class TurnAssembler:
         text = block.get("text") if kind == "text" else None
         return [text] if isinstance(text, str) and text else []  # a start with text in it
 
+    def _stop(self, data: dict[str, Any]) -> list[Piece]:
+        """A call whose input came whole in its start (no ``input_json_delta``,
+        as some proxies send it) hands its arguments over as one fragment."""
+        index = data.get("index")
+        block = self._blocks.get(index) if isinstance(index, int) else None
+        if block is None or block.position is None or block.json:
+            return []
+        value = block.data.get("input")
+        if not value:
+            return []
+        text = value if isinstance(value, str) else json.dumps(value)
+        block.json.append(text)
+        return [
+            ToolArgumentsDelta(block.position, block.data.get("id"), block.data.get("name"), text)
+        ]
+
     def _delta(self, data: dict[str, Any]) -> list[Piece]:
-        block = self._blocks.get(data.get("index"))  # type: ignore[arg-type]
+        index = data.get("index")
+        block = self._blocks.get(index) if isinstance(index, int) else None
         delta = data.get("delta") or {}
         if block is None:
             return []

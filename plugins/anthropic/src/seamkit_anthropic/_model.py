@@ -10,7 +10,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
@@ -221,9 +221,11 @@ class AnthropicModel:
         above `LONG_MAX_TOKENS` the answer is streamed and its turn returned,
         as a whole answer that long could outlast the network's patience."""
         if (request.max_tokens or self.config.max_tokens) > LONG_MAX_TOKENS:
-            async for item in self.stream(request):
-                if isinstance(item, seamkit.ModelTurn):
-                    return item
+            async with contextlib.aclosing(self.stream(request)) as items:
+                async for item in items:
+                    if isinstance(item, seamkit.ModelTurn):
+                        return item
+            raise seamkit.ModelError(f"{self.where}: the stream ended without a turn")
         import httpx  # lazy: loaded with the client
 
         body = request_body(request, self.config, stream=False)
@@ -259,7 +261,7 @@ class AnthropicModel:
 
     async def stream(
         self, request: seamkit.ModelRequest
-    ) -> AsyncIterator[str | ToolArgumentsDelta | seamkit.ModelTurn]:
+    ) -> AsyncGenerator[str | ToolArgumentsDelta | seamkit.ModelTurn, None]:
         """The answer's text and its tool calls' argument fragments
         (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then the turn.
         Thinking is kept in the turn, never yielded."""

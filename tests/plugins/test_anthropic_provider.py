@@ -66,6 +66,16 @@ def test_importing_the_plugin_loads_neither_httpx_nor_pydantic() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_building_a_model_loads_httpx_only_when_it_first_asks() -> None:
+    code = (
+        "import sys; from seamkit_anthropic import AnthropicConfig, build_model; "
+        "build_model(AnthropicConfig(provider='anthropic', name='m')); "
+        "print('httpx' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
+
+
 def test_seamkit_plugins_lists_the_provider() -> None:
     out = subprocess.run(
         [SEAMKIT, "plugins", "--json"], capture_output=True, text=True, check=True, timeout=60
@@ -550,13 +560,16 @@ def test_401_names_the_keys_variable_never_the_key(
         assert CANARY not in text
 
 
-def test_401_from_the_environment_names_anthropic_api_key(
-    server: ReplayServer, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_key_from_the_environment_names_anthropic_api_key(
+    server: ReplayServer, monkeypatch: pytest.MonkeyPatch, status: int
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", CANARY)
-    server.script("f-env", Reply.http("authentication_401"))
-    model = build_model(config(name="f-env", base_url=server.root_url))
-    with pytest.raises(seamkit.ModelError, match="ANTHROPIC_API_KEY") as caught:
+    kind = "authentication_error" if status == 401 else "permission_error"
+    error = {"type": "error", "error": {"type": kind, "message": f"key {CANARY} refused"}}
+    server.script(f"f-env-{status}", Reply.json(error, status))
+    model = build_model(config(name=f"f-env-{status}", base_url=server.root_url))
+    with pytest.raises(seamkit.ModelError, match=f"ANTHROPIC_API_KEY \\({status}") as caught:
         asyncio.run(model.complete(ask()))
     assert CANARY not in str(caught.value) + str(caught.value.hint)
 

@@ -380,6 +380,33 @@ def test_thinking_and_redacted_thinking_round_trip_with_a_tool_call(server: Repl
     assert again == turn.message
 
 
+def test_thinking_goes_back_unchanged_on_the_next_request(server: ReplayServer) -> None:
+    @seamkit.tool
+    def get_weather(location: str) -> str:
+        """The weather somewhere."""
+        return f"sunny in {location}"
+
+    server.script("t-echo", Reply.http("thinking_tool_whole"), Reply.http("basic_response"))
+    agent = seamkit.Agent(model_for(server, "t-echo"), tools=[get_weather])
+    result = asyncio.run(agent.run("weather in Paris?"))
+    assert result.output == "Hello there!"
+    sent = whole_body("thinking_tool_whole")["content"]
+    second = server.seen("t-echo")[-1].body["messages"]
+    assistant = next(m for m in second if m["role"] == "assistant")
+    assert assistant["content"][:2] == sent[:2]  # thinking and redacted thinking, verbatim
+    use = assistant["content"][2]
+    assert (use["type"], use["id"], use["name"], use["input"]) == (
+        "tool_use",
+        "toolu_01T1x",
+        "get_weather",
+        {"location": "Paris, France"},
+    )
+    results = [b for m in second if m["role"] == "user" for b in m["content"]]
+    assert any(
+        b.get("type") == "tool_result" and b.get("tool_use_id") == "toolu_01T1x" for b in results
+    )
+
+
 def test_a_refusal_is_the_explanation_or_a_plain_sentence(server: ReplayServer) -> None:
     server.script("r-ref", Reply.http("refusal_response"))
     *_, turn = asyncio.run(streamed(model_for(server, "r-ref"), ask()))

@@ -26,7 +26,7 @@ import pytest
 import seamkit
 import seamkit_anthropic
 from seamkit.plugins import get_registry
-from seamkit.stream import TextDelta, ToolArgumentsDelta
+from seamkit.stream import OutputDelta, TextDelta, ToolArgumentsDelta
 from seamkit_anthropic import AnthropicCache, AnthropicConfig, AnthropicModel, build_model
 
 from tests.plugins.openai_server import ReplayServer, Reply
@@ -707,3 +707,71 @@ def test_a_tool_call_round_trip_through_the_agent(server: ReplayServer) -> None:
     assert result.output == "Hello there!"
     assert result.usage.requests == 2
     assert result.usage.input_tokens == 377 + 11
+
+
+# --- structured output ------------------------------------------------------------
+
+
+def sse(*events: dict[str, Any]) -> Reply:
+    """An event stream of ``events`` (each ``{"type": ...}``), one write each."""
+    body = [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+    return Reply(body, headers={"content-type": "text/event-stream"})
+
+
+def streamed_output_call(value: dict[str, Any], name: str = "final_result") -> Reply:
+    text = json.dumps(value)
+    usage = {"input_tokens": 9, "output_tokens": 1}
+    pieces = [text[i : i + 7] for i in range(0, len(text), 7)]
+    return sse(
+        {"type": "message_start", "message": {"type": "message", "content": [], "usage": usage}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_out", "name": name, "input": {}},
+        },
+        *[
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": p},
+            }
+            for p in pieces
+        ],
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 20},
+        },
+        {"type": "message_stop"},
+    )
+
+
+def test_a_structured_tool_run_streams_growing_partials(server: ReplayServer) -> None:
+    value = {"name": "Ada", "age": 36, "tags": ["maths", "engines"]}
+    server.script("o-tool", streamed_output_call(value))
+    agent = seamkit.Agent(model_for(server, "o-tool"), output=seamkit.Output(dict, mode="tool"))
+
+    async def go() -> list[Any]:
+        return [e async for e in agent.stream("who?")]
+
+    events = asyncio.run(go())
+    partials = [e.partial for e in events if isinstance(e, OutputDelta)]
+    assert len(partials) > 1  # the value grew while the arguments arrived
+    assert partials[-1] == value
+    assert events[-1].result.output == value
+    body = server.seen("o-tool")[-1].body
+    assert [t["name"] for t in body["tools"]] == ["final_result"]
+
+
+def test_a_refusal_ends_a_structured_run_failed(server: ReplayServer) -> None:
+    server.script("o-refuse", Reply.http("refusal_response"))
+    agent = seamkit.Agent(model_for(server, "o-refuse"), output=seamkit.Output(dict, mode="tool"))
+
+    async def go() -> list[Any]:
+        return [e async for e in agent.stream("who?")]
+
+    result = asyncio.run(go())[-1].result
+    assert isinstance(result.outcome, seamkit.Failed)
+    assert "refused" in (result.outcome.error or "")
+    assert "This request was refused due to policy." in (result.outcome.error or "")

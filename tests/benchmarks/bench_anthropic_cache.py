@@ -218,7 +218,8 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 
 @dataclass
 class CacheServer:
-    """The ASGI app: records each ``POST /v1/messages`` body as sent, answers
+    """The ASGI app: records each ``POST /v1/messages`` body as sent (and the
+    breakpoints the simulator saw in it), answers
     ``ok`` with the simulator's usage at `now` (seconds since T0, set by the
     benchmark), whole or streamed as the body asks."""
 
@@ -226,6 +227,7 @@ class CacheServer:
     simulator: CacheSimulator = field(default_factory=CacheSimulator)
     now: float = 0.0
     bodies: list[dict[str, Any]] = field(default_factory=list)
+    breakpoints: list[int] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
@@ -243,6 +245,7 @@ class CacheServer:
         body = json.loads(raw)
         self.bodies.append(body)
         seen = _system_only(body) if self.system_only else body
+        self.breakpoints.append(sum(1 for b in _blocks(seen) if "cache_control" in b))
         try:
             usage = self.simulator.answer(seen, self.now)
         except ValueError as e:
@@ -378,13 +381,10 @@ async def _session(line: Line, turns: int, directory: Path) -> dict[str, Any]:
             f"simulator's {simulated}"
         )
     history = app_server.simulator.history
-    breakpoints = [
-        sum(1 for b in _blocks(body) if "cache_control" in b) for body in app_server.bodies
-    ]
     return {
         "shares": [u.read_share for u in history],
         "totals": simulated,
-        "breakpoints": breakpoints,
+        "breakpoints": app_server.breakpoints,
         "tools": len(app_server.bodies[-1].get("tools") or ()),
     }
 

@@ -16,7 +16,11 @@
    calls exactly (the warm-up turns, discarded); rounds alternate the clients
    (their order swapped every round); a sample is the CPU time of ``turns``
    turns over their count; a figure is the median of the rounds. Target:
-   seamkit / anthropic <= 0.5, for each turn.
+   seamkit / anthropic <= 0.5, for each turn. Beside them, without a target,
+   the floor of any client on httpx: the same POST on a bare
+   ``httpx.AsyncClient``, its events read with httpx-sse's ``aiter_sse`` and
+   each ``data`` parsed with ``json.loads`` (the provider's transport and
+   nothing of its own); rounds rotate the three.
 2. **Import cost**: ``import seamkit_anthropic`` against ``import anthropic``,
    each timed inside a fresh interpreter around the import statement alone,
    CPU time (the figure) and wall time (reported), interleaved in rounds with
@@ -177,12 +181,15 @@ class Clients:
     """Both clients, one connection pool each; a turn of each kind with each."""
 
     def __init__(self, base_url: str) -> None:
+        import httpx
         from anthropic import AsyncAnthropic
 
         self.models = {k: provider_model(base_url, k) for k in (TEXT_MODEL, TOOLS_MODEL)}
         self.sdk = AsyncAnthropic(base_url=base_url, api_key="sk-bench", max_retries=0)
         self.request = seamkit.ModelRequest(messages=(seamkit.Message.user(PROMPT),))
         self.messages: Any = [{"role": "user", "content": PROMPT}]
+        self.http = httpx.AsyncClient()
+        self.url = f"{base_url}/v1/messages"
 
     async def seamkit_turn(self, kind: str) -> list[Any]:
         return [item async for item in self.models[kind].stream(self.request)]
@@ -193,10 +200,24 @@ class Clients:
         )
         return [event async for event in stream]
 
+    async def floor_turn(self, kind: str) -> list[Any]:
+        """The transport alone: the same POST on a bare httpx client, its
+        events read with httpx-sse and each ``data`` parsed (what any client
+        on httpx does at the least)."""
+        from httpx_sse import EventSource
+
+        body = json.dumps(
+            {"model": kind, "max_tokens": 4096, "messages": self.messages, "stream": True}
+        )
+        headers = {"content-type": "application/json", "x-api-key": "sk-bench"}
+        async with self.http.stream("POST", self.url, content=body, headers=headers) as response:
+            return [json.loads(event.data) async for event in EventSource(response).aiter_sse()]
+
     async def aclose(self) -> None:
         for model in self.models.values():
             await model.aclose()
         await self.sdk.close()
+        await self.http.aclose()
 
 
 def _expected_calls() -> list[tuple[str, str, dict[str, Any]]]:
@@ -220,6 +241,13 @@ def _check_seamkit(kind: str, items: list[Any]) -> None:
     ]
     if calls != _expected_calls():
         raise RuntimeError(f"seamkit tools: the calls are {calls!r}")
+
+
+def _check_floor(kind: str, events: list[Any]) -> None:
+    if events[-1] != {"type": "message_stop"} or len(events) != len(
+        text_events() if kind == TEXT_MODEL else tool_events()
+    ):
+        raise RuntimeError(f"floor {kind}: the stream is not whole")
 
 
 def _check_anthropic(kind: str, events: list[Any]) -> None:
@@ -246,7 +274,7 @@ def _check_anthropic(kind: str, events: list[Any]) -> None:
 
 # --- 1. CPU per streamed turn ------------------------------------------------------------
 
-CLIENTS = ("anthropic", "seamkit")
+CLIENTS = ("anthropic", "seamkit", "floor")
 KINDS = {"text": TEXT_MODEL, "tools": TOOLS_MODEL}
 
 
@@ -254,8 +282,9 @@ async def _cpu(clients: Clients, port: int, counts: dict[str, int]) -> dict[str,
     turns: dict[str, Callable[[str], Awaitable[list[Any]]]] = {
         "anthropic": clients.anthropic_turn,
         "seamkit": clients.seamkit_turn,
+        "floor": clients.floor_turn,
     }
-    checks = {"anthropic": _check_anthropic, "seamkit": _check_seamkit}
+    checks = {"anthropic": _check_anthropic, "seamkit": _check_seamkit, "floor": _check_floor}
     for kind in KINDS.values():
         for client in CLIENTS:
             for _ in range(counts["warmup_turns"]):
@@ -265,7 +294,8 @@ async def _cpu(clients: Clients, port: int, counts: dict[str, int]) -> dict[str,
     n = counts["turns"]
     gc.collect()
     for r in range(counts["rounds"]):
-        order = CLIENTS[r % 2 :] + CLIENTS[: r % 2]
+        shift = r % len(CLIENTS)
+        order = CLIENTS[shift:] + CLIENTS[:shift]
         for label, kind in KINDS.items():
             for client in order:
                 name, turn = f"{label}/{client}", turns[client]
@@ -370,6 +400,14 @@ def _specs(
                 base,
                 "ms",
                 CPU_TARGET,
+            ),
+            (
+                f"{label}/floor",
+                f"{label} ({what}): the floor, bare httpx + httpx-sse + json.loads",
+                [s * 1e3 for s in cpu[f"{label}/floor"]],
+                base,
+                "ms",
+                None,
             ),
         ]
     for name, statement, target in IMPORTS:

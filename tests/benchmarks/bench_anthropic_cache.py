@@ -82,7 +82,7 @@ from tests.benchmarks.bench_prefix import (
     hooks,
 )
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-4-6"
 TARGET_SHARE = 0.90
 BUDGET = 1 - TARGET_SHARE
 FROM_TURN = 3

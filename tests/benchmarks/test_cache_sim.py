@@ -5,6 +5,7 @@ invalidation, and usage that adds up."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -37,7 +38,7 @@ def body(
     tools: list[dict[str, Any]] | None = None,
     **more: Any,
 ) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": "claude-sonnet-4-5", "max_tokens": 16, "messages": messages}
+    out: dict[str, Any] = {"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": messages}
     if system is not None:
         out["system"] = system
     if tools is not None:
@@ -66,7 +67,7 @@ def test_the_prompt_is_tools_then_system_then_messages_whatever_the_key_order() 
     tool = {"name": "t", "description": "d", "input_schema": {"type": "object"}}
     a = blocks_of(body([user(text("hi"))], system=[text("sys")], tools=[tool]))
     reordered = {"messages": [user(text("hi"))], "system": [text("sys")], "tools": [tool]}
-    b = blocks_of({**reordered, "model": "claude-sonnet-4-5"})
+    b = blocks_of({**reordered, "model": "claude-sonnet-4-6"})
     assert [x.part for x in a] == ["tools", "system", "messages"]
     assert [x.prefix_hash for x in a] == [x.prefix_hash for x in b]
 
@@ -236,3 +237,60 @@ def test_the_three_counts_always_add_up_to_the_request_s_tokens(
         sum(u.cache_read_input_tokens for u in seen),
         sum(u.cache_creation_input_tokens for u in seen),
     )
+
+
+def test_the_benchmark_s_server_answers_the_official_client_with_the_simulator_s_usage() -> None:
+    """The caching benchmark's ASGI server, checked with the official SDK
+    (whole and streamed), independently of the provider: the usage it reads
+    is the simulator's, and the server keeps each body as sent."""
+    asyncio.run(_ask_the_server_twice())
+
+
+async def _ask_the_server_twice() -> None:
+    from anthropic import AsyncAnthropic
+
+    from tests.benchmarks.bench_anthropic_cache import CacheServer, Served
+
+    app = CacheServer(simulator=CacheSimulator(minimum=1024))
+    system: Any = [text(BIG, mark=True)]
+    with Served(app) as served:
+        client = AsyncAnthropic(base_url=served.base_url, api_key="sk-test", max_retries=0)
+        async with client:
+            first = await client.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=16,
+                system=system,
+                messages=[{"role": "user", "content": "hi"}],
+            )
+            app.now = 60.0
+            async with client.messages.stream(
+                model="claude-sonnet-4-6",
+                max_tokens=16,
+                system=system,
+                messages=[{"role": "user", "content": "hi again"}],
+            ) as stream:
+                second = await stream.get_final_message()
+    written = estimate_tokens(text(BIG))
+    assert first.content[0].type == "text" and first.content[0].text == "ok"
+    assert first.usage.cache_creation_input_tokens == written
+    assert first.usage.cache_read_input_tokens == 0
+    assert second.usage.cache_read_input_tokens == written
+    assert second.usage.cache_creation_input_tokens == 0
+    assert second.usage.input_tokens == app.simulator.history[1].input_tokens > 0
+    assert [b.get("stream") for b in app.bodies] == [None, True]
+    assert app.bodies[0]["system"][0]["cache_control"] == EPHEMERAL
+
+
+def test_the_system_only_baseline_moves_every_breakpoint_to_the_system_prompt() -> None:
+    from tests.benchmarks.bench_anthropic_cache import _system_only
+
+    sent = body(
+        [user(text("a", mark=True)), assistant(text("ok", mark=True))],
+        system=[text("sys"), text("docs")],
+        tools=[{"name": "t", "input_schema": {}, "cache_control": EPHEMERAL}],
+    )
+    seen = _system_only(sent)
+    marked = [b for b in blocks_of(seen) if b.ttl is not None]
+    assert [b.part for b in marked] == ["system"]
+    assert seen["system"][-1]["cache_control"] == EPHEMERAL
+    assert "cache_control" in sent["messages"][0]["content"][0]  # the sent body is not changed

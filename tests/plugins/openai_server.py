@@ -115,7 +115,9 @@ class Seen:
 class ReplayServer:
     """The server; use as a context manager, or `start` and `stop`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
+        """``tls``: a certificate chain and its key, to serve HTTPS."""
+        self.scheme = "https" if tls else "http"
         self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
         self.routes: dict[tuple[str, str], deque[Reply]] = defaultdict(deque)
         self.requests: list[Seen] = []
@@ -133,6 +135,8 @@ class ReplayServer:
             log_level="critical",
             lifespan="off",
             timeout_graceful_shutdown=1,
+            ssl_certfile=str(tls[0]) if tls else None,
+            ssl_keyfile=str(tls[1]) if tls else None,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -140,12 +144,12 @@ class ReplayServer:
     @property
     def base_url(self) -> str:
         """The OpenAI-style base URL (ending in ``/v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.scheme}://127.0.0.1:{self.port}/v1"
 
     @property
     def root_url(self) -> str:
         """The base URL without ``/v1``, as Anthropic's clients spell it."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def script(self, model: str, *replies: Reply, path: str | None = None) -> None:
         """Queue ``replies`` for requests naming ``model``: on any path, or

@@ -26,11 +26,18 @@ While a stream is fed, the assembler hands back what each event adds: text
 deltas (``str``) and tool-call argument fragments
 (`seamkit.stream.ToolArgumentsDelta`, ``index`` the call's position among the
 tool calls). Thinking is never handed back: it is not the answer.
+
+An answer that breaks the protocol (a delta for a block that never started, a
+block started twice, a second ``message_start``, a delta of the wrong kind
+for its block, a ``tool_use`` without an id or a name, a field of the wrong
+type) raises `BrokenAnswer`; the model turns it into a `seamkit.ModelError`.
+A usage count that is not a non-negative whole number counts as 0.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import seamkit
@@ -39,6 +46,7 @@ from seamkit.stream import ToolArgumentsDelta
 __all__ = [
     "REFUSAL",
     "REFUSED_TEXT",
+    "BrokenAnswer",
     "Piece",
     "TurnAssembler",
     "finish_reason",
@@ -51,6 +59,11 @@ REFUSAL = "refusal"
 
 REFUSED_TEXT = "the model refused to answer"
 """A refusal's text when the answer has none and no explanation."""
+
+
+class BrokenAnswer(ValueError):
+    """An answer that breaks the Messages API's protocol: what is wrong."""
+
 
 Piece = str | ToolArgumentsDelta
 """What one event adds that a stream yields: text, or a call's argument fragment."""
@@ -74,8 +87,39 @@ def finish_reason(stop_reason: str | None) -> str | None:
 
 
 def _count(usage: dict[str, Any], key: str) -> int:
+    """A usage count: 0 unless it is a finite, non-negative number."""
     value = usage.get(key)
-    return int(value) if isinstance(value, int | float) else 0
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    if not math.isfinite(value) or value < 0:
+        return 0
+    return int(value)
+
+
+def _text(value: object, what: str) -> str:
+    """``value`` when it is a string (``None`` is empty); else `BrokenAnswer`."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise BrokenAnswer(f"{what} is a {type(value).__name__}, not a string")
+    return value
+
+
+def _object(value: object, what: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object (``None`` is empty); else `BrokenAnswer`."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BrokenAnswer(f"{what} is a {type(value).__name__}, not an object")
+    return value
+
+
+def _check_call(block: dict[str, Any]) -> None:
+    """A ``tool_use`` block must name its call and its tool: the kernel
+    answers the call by its id, and runs the tool by its name."""
+    for key in ("id", "name"):
+        if not _text(block.get(key), f"a tool_use block's {key}"):
+            raise BrokenAnswer(f"a tool_use block has no {key}")
 
 
 def usage_of(usage: Any) -> seamkit.Usage | None:
@@ -133,20 +177,21 @@ def _turn(
     for block in blocks:
         kind = block.get("type")
         if kind == "text":
-            texts.append(block.get("text") or "")
+            texts.append(_text(block.get("text"), "a text block's text"))
         elif kind == "tool_use":
+            _check_call(block)
             calls.append(
                 seamkit.MessageToolCall(
-                    id=block.get("id") or "",
+                    id=block["id"],
                     function=seamkit.FunctionCall(
-                        name=block.get("name") or "", arguments=_canonical(block["arguments"])
+                        name=block["name"], arguments=_canonical(block["arguments"])
                     ),
                 )
             )
         else:
             parts.append(_opaque(block))
     text = "".join(texts)
-    reason = finish_reason(stop_reason)
+    reason = finish_reason(_text(stop_reason, "the stop_reason") if stop_reason else None)
     if reason == REFUSAL and not text:
         explanation = stop_details.get("explanation") if isinstance(stop_details, dict) else None
         text = explanation if isinstance(explanation, str) and explanation else REFUSED_TEXT
@@ -164,7 +209,10 @@ def _turn(
 def turn_from_message(body: dict[str, Any]) -> seamkit.ModelTurn:
     """The turn a whole (not streamed) message holds."""
     blocks: list[dict[str, Any]] = []
-    for block in body.get("content") or ():
+    content = body.get("content")
+    if content is not None and not isinstance(content, list):
+        raise BrokenAnswer(f"the message's content is a {type(content).__name__}, not a list")
+    for block in content or ():
         if not isinstance(block, dict):
             continue
         if block.get("type") == "tool_use":
@@ -176,6 +224,17 @@ def turn_from_message(body: dict[str, Any]) -> seamkit.ModelTurn:
     return _turn(
         blocks, body.get("stop_reason"), body.get("stop_details"), usage_of(body.get("usage"))
     )
+
+
+_DELTA_INTO = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "signature_delta": "thinking",
+    "input_json_delta": "json",
+}
+"""Which block a delta may go into (``json``: any block but these)."""
+
+_NOT_JSON = frozenset({"text", "thinking", "redacted_thinking"})
 
 
 class _Block:
@@ -209,11 +268,21 @@ class TurnAssembler:
     whether ``message_stop`` arrived; an ``error`` event is the caller's to
     handle (it is not fed)."""
 
-    __slots__ = ("_blocks", "_calls", "_usage", "events", "stop_details", "stop_reason", "stopped")
+    __slots__ = (
+        "_blocks",
+        "_calls",
+        "_started",
+        "_usage",
+        "events",
+        "stop_details",
+        "stop_reason",
+        "stopped",
+    )
 
     def __init__(self) -> None:
         self._blocks: dict[int, _Block] = {}
         self._calls = 0
+        self._started = False
         self._usage: dict[str, Any] = {}
         self.stop_reason: str | None = None
         self.stop_details: Any = None
@@ -231,14 +300,17 @@ class TurnAssembler:
         if kind == "content_block_stop":
             return self._stop(data)
         if kind == "message_start":
-            message = data.get("message") or {}
+            if self._started:
+                raise BrokenAnswer("a second message_start")
+            self._started = True
+            message = _object(data.get("message"), "message_start's message")
             usage = message.get("usage")
-            if isinstance(usage, dict):
-                self._usage = dict(usage)
+            if isinstance(usage, dict):  # a message_delta's counts (sent first) win
+                self._usage = {**usage, **self._usage}
         elif kind == "message_delta":
-            delta = data.get("delta") or {}
+            delta = _object(data.get("delta"), "a message_delta's delta")
             if "stop_reason" in delta:
-                self.stop_reason = delta.get("stop_reason")
+                self.stop_reason = _text(delta.get("stop_reason"), "the stop_reason") or None
             if delta.get("stop_details") is not None:
                 self.stop_details = delta["stop_details"]
             usage = data.get("usage")
@@ -253,14 +325,19 @@ class TurnAssembler:
         block = data.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
             return []
+        if index in self._blocks:
+            raise BrokenAnswer(f"content_block_start for block {index}, which already started")
         position = None
         kind = block.get("type")
+        if not isinstance(kind, str):
+            raise BrokenAnswer(f"block {index} has no type")
         if kind == "tool_use":
+            _check_call(block)
             position = self._calls
             self._calls += 1
         self._blocks[index] = _Block(dict(block), position)
-        text = block.get("text") if kind == "text" else None
-        return [text] if isinstance(text, str) and text else []  # a start with text in it
+        text = _text(block.get("text"), "a text block's text") if kind == "text" else ""
+        return [text] if text else []  # a start with text in it
 
     def _stop(self, data: dict[str, Any]) -> list[Piece]:
         """A call whose input came whole in its start (no ``input_json_delta``,
@@ -281,16 +358,20 @@ class TurnAssembler:
     def _delta(self, data: dict[str, Any]) -> list[Piece]:
         index = data.get("index")
         block = self._blocks.get(index) if isinstance(index, int) else None
-        delta = data.get("delta") or {}
+        delta = _object(data.get("delta"), "a content_block_delta's delta")
         if block is None:
-            return []
+            raise BrokenAnswer(f"content_block_delta for block {index!r}, which never started")
         kind = delta.get("type")
+        into = block.data["type"]
+        wanted = _DELTA_INTO.get(kind) if isinstance(kind, str) else None
+        if wanted is not None and (into in _NOT_JSON if wanted == "json" else into != wanted):
+            raise BrokenAnswer(f"a {kind} for block {index}, a {into} block")
         if kind == "text_delta":
-            text = delta.get("text") or ""
+            text = _text(delta.get("text"), "a text_delta's text")
             block.data["text"] = (block.data.get("text") or "") + text
             return [text] if text else []
         if kind == "input_json_delta":
-            piece = delta.get("partial_json") or ""
+            piece = _text(delta.get("partial_json"), "an input_json_delta's partial_json")
             if not piece:
                 return []
             block.json.append(piece)
@@ -302,11 +383,11 @@ class TurnAssembler:
                 )
             ]
         if kind == "thinking_delta":
-            block.data["thinking"] = (block.data.get("thinking") or "") + (
-                delta.get("thinking") or ""
+            block.data["thinking"] = _text(block.data.get("thinking"), "a thinking block") + _text(
+                delta.get("thinking"), "a thinking_delta's thinking"
             )
         elif kind == "signature_delta":
-            block.data["signature"] = delta.get("signature") or ""
+            block.data["signature"] = _text(delta.get("signature"), "a signature_delta's signature")
         return []  # citations_delta and the unknown: nothing to add
 
     @property

@@ -49,15 +49,16 @@ def _error_object(body: bytes) -> dict[str, Any]:
     return data
 
 
-def server_message(body: bytes) -> str:
+def server_message(body: bytes, secrets: Sequence[str] = ()) -> str:
     """The server's own words about an error: ``error.message`` (or a
-    ``message`` or ``detail``); else the start of the body."""
+    ``message`` or ``detail``); else the start of the body. ``secrets`` are
+    masked before the words are cut short, so no part of one shows."""
     error = _error_object(body)
     for key in ("message", "detail", "error"):
         value = error.get(key)
         if isinstance(value, str) and value:
-            return value[:_MESSAGE_LIMIT]
-    text = body.decode("utf-8", "replace").strip()
+            return seamkit.redact(value, secrets)[:_MESSAGE_LIMIT]
+    text = seamkit.redact(body.decode("utf-8", "replace"), secrets).strip()
     return text[:_MESSAGE_LIMIT] or "(no message)"
 
 
@@ -80,8 +81,10 @@ def answer_failure(
     """The error for an ``error`` event inside a stream that began with a
     200 (``overloaded_error``, say), or an error object in a 200 body. It is
     never retried: part of the answer may already be out."""
+    if error is None:
+        error = {"message": "(the error event has no error object)"}
     body = json.dumps({"type": "error", "error": error}).encode()
-    said = seamkit.redact(server_message(body), secrets)
+    said = server_message(body, secrets)
     if _CONTEXT_WORDS.search(said):
         return _too_long(where, model, said)
     kind = _error_type(body)
@@ -105,7 +108,7 @@ def failure(
     """The error for a final answer of ``status``: ``where`` names the provider
     and base URL, ``key`` where the API key came from (never the key), or
     ``None`` when no key was set."""
-    said = seamkit.redact(server_message(body), secrets)
+    said = server_message(body, secrets)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
         if key is None:

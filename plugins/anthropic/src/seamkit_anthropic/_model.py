@@ -10,8 +10,8 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ import seamkit
 from seamkit.plugins import retry_status, retry_wait
 from seamkit.stream import ToolArgumentsDelta
 
-from ._assemble import Piece, TurnAssembler, turn_from_message
+from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig, key_origin
 from ._failures import answer_failure, failure
 from ._wire import request_body
@@ -44,6 +44,11 @@ _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 _PROVIDER = "anthropic"
+
+_UNREADABLE = (BrokenAnswer, TypeError, ValueError, AttributeError, KeyError, OverflowError)
+"""What reading an answer that breaks the protocol raises: the assembler's
+own `BrokenAnswer`, and what a field of a type it did not foresee may raise
+(a `pydantic.ValidationError` is a `ValueError`)."""
 
 
 def _is_stream(response: httpx.Response) -> bool:
@@ -126,10 +131,11 @@ class AnthropicModel:
                     max_keepalive_connections=min(100, config.max_connections),
                 ),
                 # A plain-HTTP server (a local LiteLLM proxy) needs no TLS: no
-                # certificate store to load, and no redirect to follow to a
-                # host whose certificate would go unchecked.
+                # certificate store to load.
                 verify=self._tls,
-                follow_redirects=self._tls,
+                # Never a redirect: httpx would send x-api-key (it strips only
+                # Authorization) and the prompt on to wherever it points.
+                follow_redirects=False,
             )
             self._loop = loop
         return self._client
@@ -166,6 +172,9 @@ class AnthropicModel:
                     await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")
                     continue
                 raise self._unreachable(exc, attempt) from None
+            if response.is_redirect:
+                await response.aclose()
+                raise self._redirected(response)
             if response.is_success:
                 try:
                     yield response
@@ -203,6 +212,22 @@ class AnthropicModel:
         )
         await asyncio.sleep(wait)
 
+    def _redirected(self, response: httpx.Response) -> seamkit.ModelError:
+        """The error for a redirect, which is never followed: the key and the
+        prompt stay with the server the config names."""
+        location = response.headers.get("location", "")
+        target = location.split("?", 1)[0].split("#", 1)[0] or "(no location)"
+        return seamkit.ModelError(
+            seamkit.redact(
+                f"{self.where} answered {response.status_code}, a redirect to {target[:200]}; "
+                "the anthropic provider does not follow redirects (the API key and the "
+                "prompt would go on to it)",
+                self._secrets,
+            ),
+            provider=_PROVIDER,
+            hint="set base_url to the server that answers, if you trust it",
+        )
+
     def _unreachable(self, exc: Exception, attempts: int) -> seamkit.ModelError:
         import httpx  # lazy: loaded with the client
 
@@ -237,12 +262,35 @@ class AnthropicModel:
                 assembler = TurnAssembler()
                 async for _ in self._events(response, assembler):
                     pass
-                return self._finished(assembler.finish(), request)
+                with self._reading():
+                    turn = assembler.finish()
+                return self._finished(turn, request)
             try:
                 raw = await response.aread()
             except httpx.TransportError as exc:
                 raise self._cut(None, exc) from None
-        return self._finished(turn_from_message(self._object(raw, "an answer")), request)
+        return self._finished(self._whole(raw), request)
+
+    def _whole(self, raw: bytes) -> seamkit.ModelTurn:
+        """The turn of a whole answer's body."""
+        data = self._object(raw, "an answer")
+        with self._reading():
+            return turn_from_message(data)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Turn an answer that breaks the protocol into a `seamkit.ModelError`."""
+        try:
+            yield
+        except _UNREADABLE as exc:
+            said = seamkit.redact(str(exc), self._secrets).splitlines()
+            raise seamkit.ModelError(
+                f"{self.where} sent an answer that breaks the Messages API's protocol: "
+                f"{(said[0] if said else type(exc).__name__)[:300]}",
+                provider=_PROVIDER,
+                hint="check that base_url is an Anthropic Messages API (or a proxy that "
+                "speaks it faithfully)",
+            ) from None
 
     def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
         """``raw`` as a JSON object; an error when it is not one, or when it
@@ -253,7 +301,7 @@ class AnthropicModel:
             data = None
         if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {raw[:200]!r}",
+                f"{self.where} sent {what} that is not a JSON object: {self._shown(raw)}",
                 provider=_PROVIDER,
             )
         if data.get("type") == "error" or isinstance(data.get("error"), dict):
@@ -272,7 +320,7 @@ class AnthropicModel:
         async with self._answer(body) as response:
             if not _is_stream(response):
                 raw = await response.aread()  # a server that ignored stream: true
-                turn = self._finished(turn_from_message(self._object(raw, "an answer")), request)
+                turn = self._finished(self._whole(raw), request)
                 if turn.message.text:
                     yield turn.message.text
                 for index, call in enumerate(turn.message.tool_calls or ()):
@@ -283,7 +331,9 @@ class AnthropicModel:
             assembler = TurnAssembler()
             async for piece in self._events(response, assembler):
                 yield piece
-        yield self._finished(assembler.finish(), request)
+        with self._reading():
+            turn = assembler.finish()
+        yield self._finished(turn, request)
 
     async def _events(
         self, response: httpx.Response, assembler: TurnAssembler
@@ -309,7 +359,9 @@ class AnthropicModel:
                         model=self.config.name,
                         secrets=self._secrets,
                     )
-                for piece in assembler.feed(kind, data):
+                with self._reading():
+                    pieces = assembler.feed(kind, data)
+                for piece in pieces:
                     yield piece
                 if assembler.stopped:
                     break
@@ -323,6 +375,12 @@ class AnthropicModel:
                 async for _ in events:
                     pass
 
+    def _shown(self, raw: str | bytes) -> str:
+        """The start of a body that is not what was expected, for an error,
+        its secrets masked before it is cut short."""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        return repr(seamkit.redact(text, self._secrets)[:200])
+
     def _object_event(self, raw: str) -> dict[str, Any]:
         try:
             data = json.loads(raw)
@@ -330,7 +388,7 @@ class AnthropicModel:
             data = None
         if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not a JSON object: {raw[:200]!r}",
+                f"{self.where} sent a stream event that is not a JSON object: {self._shown(raw)}",
                 provider=_PROVIDER,
             )
         return data

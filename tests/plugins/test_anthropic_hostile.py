@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -292,3 +294,99 @@ def test_a_redirect_over_https_is_not_followed_so_the_key_stays_home(
         assert len(home.seen("moved")) == 1
     assert server.seen("moved") == []  # neither the key nor the prompt went on
     assert elsewhere in str(caught.value)
+
+
+# --- stalls, cancellation, many streams ---------------------------------------------
+
+
+def test_a_stream_that_stalls_fails_within_about_the_time_out(server: ReplayServer) -> None:
+    events = Reply.http("basic_response").body
+    server.script(
+        "stall", Reply(events[:2], headers={"content-type": "text/event-stream"}, pause=5)
+    )
+    started = time.monotonic()
+    with pytest.raises(seamkit.ModelError, match=r"ReadTimeout \(nothing for 0.3s\)"):
+        asyncio.run(streamed(model_for(server, "stall", timeout_seconds=0.3)))
+    assert time.monotonic() - started < 2
+
+
+def test_many_streams_at_once_then_cancelled_close_every_connection() -> None:
+    events = Reply.http("basic_response").body
+    ticks = [events[0], events[1]] + [events[3]] * 100
+    with ReplayServer() as server:  # its own: another test's stalled stream ends late
+        for _ in range(20):
+            server.script(
+                "many", Reply(ticks, headers={"content-type": "text/event-stream"}, pause=0.05)
+            )
+        model = model_for(server, "many")
+
+        async def go() -> None:
+            tasks = [asyncio.create_task(streamed(model)) for _ in range(20)]
+            await asyncio.sleep(0.5)
+            for task in tasks:
+                task.cancel()
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+            assert all(isinstance(o, asyncio.CancelledError) for o in outcomes)
+            await model.aclose()
+
+        asyncio.run(go())
+        deadline = time.monotonic() + 3
+        while server.disconnects < 20 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.disconnects == 20
+
+
+# --- ids the next request must rewrite ----------------------------------------------
+
+
+def test_a_call_id_the_api_would_refuse_round_trips_rewritten_the_same_way(
+    server: ReplayServer,
+) -> None:
+    @seamkit.tool
+    def get_weather(location: str) -> str:
+        """The weather somewhere."""
+        return f"sunny in {location}"
+
+    odd = "call.7/π:x"  # a proxy's id: the API takes only letters, digits, _ and -
+    call = {**CALL, "id": odd, "name": "get_weather"}
+    first = sse(
+        START,
+        begin(0, call),
+        delta(0, arguments('{"location": "Oslo"}')),
+        end(0),
+        CALLS,
+        STOP,
+    )
+    server.script("odd-id", first, Reply.http("basic_response"))
+    agent = seamkit.Agent(model_for(server, "odd-id"), tools=[get_weather])
+    result = asyncio.run(agent.run("weather?"))
+    assert result.output == "Hello there!"
+    body = server.seen("odd-id")[-1].body
+    used = [b for m in body["messages"] for b in m["content"] if b["type"] == "tool_use"]
+    answered = [b for m in body["messages"] for b in m["content"] if b["type"] == "tool_result"]
+    assert [b["id"] for b in used] == [b["tool_use_id"] for b in answered]
+    assert re.fullmatch(r"[a-zA-Z0-9_-]+", used[0]["id"])
+    assert answered[0]["content"] == "sunny in Oslo"
+
+
+def test_secrets_in_headers_and_extra_body_go_on_the_wire_and_show_nowhere(
+    server: ReplayServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    header, field = "hdr-9c1e2a7f55", "xb-4d8b0e6a31"
+    said = {"type": "error", "error": {"message": f"{'w' * 480}{header} {field}"}}
+    server.script("more", Reply.json(said, 500), Reply.json(said, 400))
+    model = model_for(
+        server,
+        "more",
+        max_retries=1,
+        headers={"x-gateway": seamkit.Secret(header)},
+        extra_body={"metadata": {"user_id": seamkit.Secret(field)}},
+    )
+    with caplog.at_level(logging.DEBUG), pytest.raises(seamkit.ModelError) as caught:
+        asyncio.run(streamed(model))
+    seen = server.seen("more")[-1]
+    assert (seen.headers["x-gateway"], seen.body["metadata"]["user_id"]) == (header, field)
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("seamkit")]
+    for text in (str(caught.value), repr(model), *logged):
+        assert header[:8] not in text
+        assert field[:8] not in text

@@ -411,7 +411,12 @@ class AnthropicModel:
             else:
                 where_cut = "before any of the answer"
             where_cut = f"after {assembler.events} events, {where_cut}"
-        cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
+        if exc is None:
+            cause = ""
+        elif str(exc):
+            cause = f": {type(exc).__name__}: {exc}"
+        else:  # httpx's time-outs say nothing
+            cause = f": {type(exc).__name__} (nothing for {self.config.timeout_seconds:g}s)"
         return seamkit.ModelError(
             seamkit.redact(
                 f"the answer from {self.where} (model {self.config.name!r}) was cut off "

@@ -164,7 +164,7 @@ class _Checks:
         self.factory = factory
         self.paths = cassettes
         self.server = server
-        self.key = f"sk-seamkit-check-{secrets.token_hex(12)}"
+        self.key = f"{_KEY_PREFIX}{secrets.token_hex(12)}"
 
     async def run(self) -> AsyncIterator[ProviderCheck]:
         plan: list[tuple[str, Callable[[], Awaitable[str]]]] = [
@@ -311,9 +311,11 @@ class _Checks:
         for call in ("complete", "stream"):
             self.server.play(cassette)
             error = await self.failure(call, ModelError)
-            for text, what in ((str(error), "text"), (error.hint or "", "hint")):
+            for text, what in ((error.hint or "", "hint"), (str(error), "text")):
                 if self.key in text:
                     raise _Failed(f"{call}: the error's {what} contains the API key")
+                if any(piece in text for piece in _pieces(self.key)):
+                    raise _Failed(f"{call}: the error's {what} contains part of the API key")
             sent = self.server.requests
             if not any(self.key in r.path or self.key in str(r.headers) for r in sent):
                 raise _Failed(
@@ -562,6 +564,21 @@ async def _until(condition: Callable[[], bool], timeout: float) -> bool:
     return True
 
 
+_KEY_PREFIX = "sk-seamkit-check-"
+_PIECE = 6
+
+
+def _pieces(key: str) -> set[str]:
+    """Every run of 6 characters of the key's random part: an error that
+    shows one shows part of the key (\"...3fa9c1\")."""
+    secret = key.removeprefix(_KEY_PREFIX)
+    return {secret[i : i + _PIECE] for i in range(len(secret) - _PIECE + 1)}
+
+
 def _safe(text: str, key: str) -> str:
-    """``text`` with the check's key masked, so a report never shows it."""
-    return text.replace(key, "<api_key>")
+    """``text`` with the check's key (and any part of it) masked, so a
+    report never shows it."""
+    text = text.replace(key, "<api_key>")
+    for piece in _pieces(key):
+        text = text.replace(piece, "<part of api_key>")
+    return text

@@ -33,7 +33,7 @@ _HEAD_LIMIT = 1 << 16
 @dataclass(frozen=True)
 class WireRequest:
     """A request the server received: ``method``, ``path`` (with the query),
-    ``headers`` (names lower-cased), the raw ``content`` and ``body``, the
+    ``headers`` (names lower-cased), the raw ``content``, and ``body``, the
     content parsed as JSON (``None`` when it is not JSON)."""
 
     method: str
@@ -52,8 +52,9 @@ class _Plan:
 
 
 class WireServer:
-    """The server. `start` it (or use ``with``), `play` a cassette, point
-    the client at `base_url`, read `requests`; `stop` it at the end.
+    """A local HTTP/1.1 server that plays wire cassettes to a client under
+    test. `start` it (or use ``with``), `play` a cassette, point the client
+    at `base_url`, read `requests`; `stop` it at the end.
 
     `play` options: ``pause`` seconds between a body's writes; ``cut``
     drops the connection after the last write (a stream that ends without

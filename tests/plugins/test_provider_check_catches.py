@@ -138,6 +138,14 @@ class CountsNoRequest(Broken):
         return turn.model_copy(update={"usage": turn.usage.model_copy(update={"requests": 0})})
 
 
+def another_model_name(base_url: str, api_key: str) -> seamkit.Model:
+    from seamkit_openai import OpenAIConfig, build_model
+
+    return build_model(
+        OpenAIConfig(provider="openai", name="gpt-4.1", base_url=f"{base_url}/v1", api_key=api_key)
+    )
+
+
 PARITY = ("parity[text]", "parity[tools]", "parity[parallel_tools]")
 
 
@@ -146,7 +154,11 @@ def never_retries(base_url: str, api_key: str) -> seamkit.Model:
 
     return build_model(
         OpenAIConfig(
-            provider="openai", name="m", base_url=f"{base_url}/v1", api_key=api_key, max_retries=0
+            provider="openai",
+            name="gpt-4o-mini",
+            base_url=f"{base_url}/v1",
+            api_key=api_key,
+            max_retries=0,
         )
     )
 
@@ -175,6 +187,12 @@ def never_retries(base_url: str, api_key: str) -> seamkit.Model:
         ),
         (CountsNoRequest, {"usage", *PARITY}, "requests 0, not 1"),
         (never_retries, {"rate_limited", "server_error"}, "the 429 was not retried"),
+        (
+            another_model_name,
+            {"text", "parity[text]", "cancellation"},
+            "request 1 to openai_text.http does not match its expect-request: "
+            "model is 'gpt-4.1', not 'gpt-4o-mini'",
+        ),
     ],
     ids=lambda value: getattr(value, "__name__", None),
 )

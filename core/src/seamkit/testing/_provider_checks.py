@@ -102,6 +102,10 @@ def check_model_provider(
     - ``usage``: ``requests == 1``, the counts the cassette's
       ``# expect-usage`` line states, and ``input_tokens >=
       cache_read_tokens + cache_write_tokens``.
+
+    A cassette with an ``# expect-request: {...}`` line also holds every
+    request it answers to that JSON (objects as subsets): a check fails
+    when a request lacks a field of it or has another value there.
     """
     try:
         asyncio.get_running_loop()
@@ -165,6 +169,7 @@ class _Checks:
         self.paths = cassettes
         self.server = server
         self.key = f"{_KEY_PREFIX}{secrets.token_hex(12)}"
+        self.expected: WireCassette | None = None
 
     async def run(self) -> AsyncIterator[ProviderCheck]:
         plan: list[tuple[str, Callable[[], Awaitable[str]]]] = [
@@ -184,9 +189,11 @@ class _Checks:
             ("usage", self.usage),
         ]
         for name, check in plan:
+            self.expected = None
             try:
                 async with asyncio.timeout(CHECK_SECONDS):
                     detail = await check()
+                self.verify()
             except _NotCovered as exc:
                 yield ProviderCheck(name, "not covered", str(exc))
             except _Failed as exc:
@@ -207,6 +214,28 @@ class _Checks:
                 yield ProviderCheck(name, "passed", detail)
 
     # -- helpers --
+
+    def play(self, cassette: WireCassette, *, cut: bool = False, hold: bool = False) -> None:
+        """Play ``cassette`` next, after holding the requests the last one
+        answered to its ``# expect-request`` subset."""
+        self.verify()
+        self.server.play(cassette, cut=cut, hold=hold)
+        self.expected = cassette
+
+    def verify(self) -> None:
+        """Fail when a request the last cassette answered lacks a field of
+        its ``# expect-request: {...}`` line."""
+        cassette, self.expected = self.expected, None
+        if cassette is None or "request" not in cassette.expect:
+            return
+        expected = cassette.expect["request"]
+        for number, request in enumerate(self.server.requests):
+            missing = _missing(expected, request.body, "")
+            if missing:
+                name = cassette.path.name if cassette.path is not None else "the cassette"
+                raise _Failed(
+                    f"request {number + 1} to {name} does not match its expect-request: {missing}"
+                )
 
     def cassette(self, name: str) -> WireCassette:
         path = self.paths.get(name)
@@ -243,7 +272,7 @@ class _Checks:
 
     async def streamed(self, name: str) -> _Answer:
         cassette = self.cassette(name)
-        self.server.play(cassette)
+        self.play(cassette)
         async with _Closing(self.model()) as model:
             return await self.stream(model, f"stream on the {name!r} cassette")
 
@@ -294,7 +323,7 @@ class _Checks:
     async def parity(self, name: str) -> str:
         whole = self.cassette(f"{name}.whole")
         streamed = await self.streamed(name)
-        self.server.play(whole)
+        self.play(whole)
         async with _Closing(self.model()) as model:
             turn = await model.complete(_REQUEST)
         if turn != streamed.turn:
@@ -309,7 +338,7 @@ class _Checks:
         cassette = self.cassette("unauthorized")
         seen: list[str] = []
         for call in ("complete", "stream"):
-            self.server.play(cassette)
+            self.play(cassette)
             error = await self.failure(call, ModelError)
             for text, what in ((error.hint or "", "hint"), (str(error), "text")):
                 if self.key in text:
@@ -350,7 +379,7 @@ class _Checks:
         statuses = [response.status for response in cassette.responses]
         if len(statuses) < 2 or statuses[0] != 429 or not 200 <= statuses[-1] < 300:
             raise _Failed(f"the cassette's statuses are {statuses}, not a 429 then a 2xx")
-        self.server.play(cassette)
+        self.play(cassette)
         async with _Closing(self.model()) as model:
             try:
                 await self.ask(model, cassette)
@@ -366,13 +395,13 @@ class _Checks:
     async def context_length(self) -> str:
         cassette = self.cassette("context_length")
         for call in ("complete", "stream"):
-            self.server.play(cassette)
+            self.play(cassette)
             await self.failure(call, ContextLengthExceeded)
         return "ContextLengthExceeded from complete and stream"
 
     async def server_error(self) -> str:
         cassette = self.cassette("server_error")
-        self.server.play(cassette)
+        self.play(cassette)
         error = await self.failure("complete", ModelError)
         if isinstance(error, ContextLengthExceeded):
             raise _Failed("a 5xx raised ContextLengthExceeded")
@@ -384,7 +413,7 @@ class _Checks:
     async def cut_stream(self) -> str:
         cassette = self.cassette("cut_stream")
         for cut, how in ((False, "ending early"), (True, "dropping the connection")):
-            self.server.play(cassette, cut=cut)
+            self.play(cassette, cut=cut)
             try:
                 await self.failure("stream", ModelError)
             except _Failed as exc:
@@ -393,7 +422,7 @@ class _Checks:
 
     async def cancellation(self) -> str:
         cassette = self.cassette("text")
-        self.server.play(cassette, hold=True)
+        self.play(cassette, hold=True)
         async with _Closing(self.model()) as model:
             first = asyncio.Event()
 
@@ -427,7 +456,7 @@ class _Checks:
                     "of cancelling the task that read the stream"
                 )
             took = self.server.disconnects[0] - cancelled
-            self.server.play(cassette)
+            self.play(cassette)
             await self.stream(model, "stream after the cancelled one")
             closes = getattr(model, "aclose", None)
             if closes is not None:
@@ -449,7 +478,7 @@ class _Checks:
                 "the 'usage' cassette says no counts: add a line like "
                 '# expect-usage: {"input_tokens": 12, "output_tokens": 3}'
             )
-        self.server.play(cassette)
+        self.play(cassette)
         async with _Closing(self.model()) as model:
             turn = await self.ask(model, cassette)
         usage = turn.usage
@@ -535,6 +564,25 @@ def _calls(answer: _Answer, name: str) -> list[tuple[str, str]]:
                 "which is not that call's id"
             )
     return [(call.id, call.function.name) for call in calls]
+
+
+def _missing(expected: object, found: object, path: str) -> str | None:
+    """Where ``found`` lacks part of ``expected`` (objects compare as
+    subsets, anything else by equality), or ``None``."""
+    if isinstance(expected, dict):
+        if not isinstance(found, dict):
+            return f"{path or 'the body'} is {found!r}, not an object"
+        for key, value in expected.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key not in found:
+                return f"{where} is missing"
+            missing = _missing(value, found[key], where)
+            if missing:
+                return missing
+        return None
+    if expected != found:
+        return f"{path or 'the body'} is {found!r}, not {expected!r}"
+    return None
 
 
 def _difference(streamed: ModelTurn, whole: ModelTurn) -> str:

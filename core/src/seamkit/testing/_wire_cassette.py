@@ -12,7 +12,9 @@ A cassette (a ``.http`` file) holds one or more raw HTTP responses::
     data: [DONE]
 
 ``#`` lines at the top are comments (the source, and optional directives of
-the form ``# expect-NAME: JSON``); then the status line, the headers, a blank
+the form ``# expect-NAME: JSON``: ``expect-usage`` states the turn's usage,
+``expect-request`` a subset of every request body the cassette answers, for
+`check_model_provider`); then the status line, the headers, a blank
 line and the body. A ``text/event-stream`` body is one write per event
 (events are separated by blank lines); any other body is one write. Several
 responses in one file are separated by a line ``---`` (a 429 then a 200,

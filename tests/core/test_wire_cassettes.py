@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 import time
 from pathlib import Path
@@ -141,3 +142,18 @@ def test_a_cut_stream_drops_the_connection_without_the_last_chunk() -> None:
         with pytest.raises(http.client.IncompleteRead):
             connection.getresponse().read()
         connection.close()
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.mark.parametrize(
+    "path", sorted(FIXTURES.glob("*/*.http")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_every_wire_fixture_loads_and_names_its_source(path: Path) -> None:
+    cassette = load_cassette(path)
+    assert cassette.responses
+    assert any(
+        re.search(r"source|https?://|sdk-python", comment, re.IGNORECASE)
+        for comment in cassette.comments
+    ), f"{path.name} names no source in its # lines"

@@ -74,8 +74,9 @@ def check_model_provider(
 
     ``cassettes`` maps names to wire cassettes (``.http`` files, see
     `seamkit.testing.load_cassette`) in the provider's own format
-    (`CASSETTE_NAMES` lists the names). A check without its cassette is
-    ``not covered``, never skipped silently. The checks, by name:
+    (`CASSETTE_NAMES` lists the names; another name is a ``ValueError``). A
+    check without its cassette is ``not covered``, never skipped silently.
+    The checks, by name:
 
     - ``text``: the streamed text deltas joined are the turn's text.
     - ``tools``: one tool call with a non-empty id and a JSON object for
@@ -440,7 +441,9 @@ class _Checks:
             if task.done():
                 error = task.exception()
                 raise _Failed(
-                    "the stream ended while the server held its last event back"
+                    "the stream ended while the server held its last event back (the check "
+                    "cancels a stream that waits for its end; a provider reads a stream to its "
+                    "end before it gives the turn)"
                     + (f": {type(error).__name__}: {_safe(str(error), self.key)}" if error else "")
                 )
             if not first.is_set():

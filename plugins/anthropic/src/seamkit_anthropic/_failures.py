@@ -3,13 +3,13 @@ the `seamkit.ModelError` a user reads when retrying is over.
 
 The retry policy is the official client's (``anthropic-sdk-python``,
 ``_base_client.py``: ``_should_retry``, ``_parse_retry_after_header``,
-``_calculate_retry_timeout``), written again here because plugins do not
-import each other: 408, 409, 429 and 5xx answers (529, "overloaded",
-included) and lost connections are retried, an ``x-should-retry`` header
-overrides, and the wait is the server's ``retry-after-ms`` or ``retry-after``
-(seconds or an HTTP date) when that is at most a minute, else
-``min(0.5 * 2**n, 8)`` seconds less up to a quarter of jitter. Only an answer
-that has not begun is retried.
+``_calculate_retry_timeout``), which the OpenAI client shares and seamkit
+writes once (`seamkit.plugins.retry_status`, `seamkit.plugins.retry_wait`):
+408, 409, 429 and 5xx answers (529, "overloaded", included) and lost
+connections are retried, an ``x-should-retry`` header overrides, and the wait
+is the server's ``retry-after-ms`` or ``retry-after`` when that is at most a
+minute, else exponential with jitter. Only an answer that has not begun is
+retried.
 
 Anthropic's error body is ``{"type": "error", "error": {"type", "message"},
 "request_id"}``; the same object arrives as an ``error`` event inside a
@@ -18,20 +18,15 @@ stream that began with a 200.
 
 from __future__ import annotations
 
-import email.utils
 import json
-import random
 import re
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import seamkit
 
-__all__ = ["answer_failure", "backoff", "failure", "server_message", "should_retry"]
+__all__ = ["answer_failure", "failure", "server_message"]
 
-_RETRY_STATUSES = frozenset({408, 409, 429})
-_MAX_SERVER_WAIT = 60.0
 _CONTEXT_WORDS = re.compile(
     r"prompt is too long|exceeds? (the )?context (limit|window)|context[ _-]?(length|window)|"
     r"maximum context|ContextWindowExceeded|too many tokens",
@@ -95,43 +90,6 @@ def answer_failure(
     return seamkit.ModelError(
         f"{where} reported an error in its answer{label}: {said}", provider=_PROVIDER, hint=hint
     )
-
-
-def should_retry(status: int, headers: Mapping[str, str]) -> bool:
-    """Whether an answer with ``status`` is worth asking again."""
-    override = headers.get("x-should-retry")
-    if override == "true":
-        return True
-    if override == "false":
-        return False
-    return status in _RETRY_STATUSES or status >= 500
-
-
-def _server_wait(headers: Mapping[str, str]) -> float | None:
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass
-    after = headers.get("retry-after")
-    if after is None:
-        return None
-    try:
-        return float(after)
-    except ValueError:
-        parsed = email.utils.parsedate_tz(after)
-        if parsed is None:
-            return None
-        return float(email.utils.mktime_tz(parsed) - time.time())
-
-
-def backoff(retry: int, headers: Mapping[str, str]) -> float:
-    """Seconds to wait before retry number ``retry`` (0 for the first)."""
-    wait = _server_wait(headers)
-    if wait is not None and 0 <= wait <= _MAX_SERVER_WAIT:
-        return wait
-    return min(0.5 * 2.0**retry, 8.0) * (1 - 0.25 * random.random())
 
 
 def failure(

@@ -16,11 +16,12 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 import seamkit
+from seamkit.plugins import retry_status, retry_wait
 from seamkit.stream import ToolArgumentsDelta
 
 from ._assemble import Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig, key_origin
-from ._failures import answer_failure, backoff, failure, should_retry
+from ._failures import answer_failure, failure
 from ._wire import request_body
 
 if TYPE_CHECKING:
@@ -177,7 +178,7 @@ class AnthropicModel:
                 raw = b""
             finally:
                 await response.aclose()
-            if attempt <= retries and should_retry(response.status_code, response.headers):
+            if attempt <= retries and retry_status(response.status_code, response.headers):
                 await self._pause(attempt, response, f"HTTP {response.status_code}")
                 continue
             raise failure(
@@ -191,7 +192,7 @@ class AnthropicModel:
             )
 
     async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
-        wait = backoff(attempt - 1, response.headers if response is not None else {})
+        wait = retry_wait(attempt - 1, response.headers if response is not None else {})
         log.warning(
             "%s: %s; retry %d of %d in %.2fs",
             self.where,

@@ -32,7 +32,7 @@ CASSETTES = {
 def anthropic_model(base_url: str, api_key: str) -> seamkit.Model:
     config = AnthropicConfig(
         provider="anthropic",
-        name="claude-sonnet-4-5",
+        name="claude-sonnet-4-6",
         base_url=base_url,
         api_key=seamkit.Secret(api_key, source="${secret:CHECK_KEY}"),
         max_retries=2,

@@ -16,6 +16,8 @@
 - :func:`check_session_store` (and :func:`acheck_session_store` in a running
   event loop): the conformance check of a session store, journal included
   when it keeps one.
+- :func:`record`: record every model exchange of an agent's runs to a
+  cassette that ``model: replay:FILE`` plays back (no network).
 - The pytest plugin (entry point ``pytest11``) gives ``seamkit_*`` fixtures
   and runs plain ``async def`` tests with asyncio (``seamkit_async = false``
   in the ini turns that off; anyio, pytest-asyncio and pytest-trio keep theirs).
@@ -31,6 +33,7 @@ from .._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from .._errors import ScriptError as ScriptError
+    from .._recording import RecordingModel as RecordingModel, record as record
     from .._scripted import ScriptedModel as ScriptedModel
     from . import strategies as strategies
     from ._agents import (
@@ -66,6 +69,8 @@ __getattr__, __dir__, __all__ = lazy_module(
         "strategies": "",
         "ScriptError": ".._errors",
         "ScriptedModel": ".._scripted",
+        "RecordingModel": ".._recording",
+        "record": ".._recording",
         "Recorder": "._agents",
         "StreamedRun": "._agents",
         "build_agent": "._agents",

@@ -258,9 +258,9 @@ def _text_difference(recorded: str, now: str) -> str:
     )
     if "\n" in recorded or "\n" in now:
         lines = difflib.unified_diff(
-            recorded.splitlines(), now.splitlines(), "recorded", "now", lineterm="", n=1
+            recorded.splitlines(), now.splitlines(), "recorded", "now", lineterm="", n=0
         )
-        shown = list(lines)[2:14]
+        shown = [_clipped(line) for line in list(lines)[2:14]]
         text += " | " + " | ".join(shown)
     return text
 
@@ -269,6 +269,10 @@ def _clip(part: str, start: int, whole: str) -> str:
     lead = "…" if start > 0 else ""
     tail = "…" if start + len(part) < len(whole) else ""
     return repr(f"{lead}{part[: 2 * _SHOWN]}{tail}")
+
+
+def _clipped(line: str) -> str:
+    return line if len(line) <= 2 * _SHOWN else line[: 2 * _SHOWN - 1] + "…"
 
 
 def _shown(value: object) -> str:

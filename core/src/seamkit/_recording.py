@@ -77,17 +77,49 @@ class RecordingModel:
     ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
         """``inner``'s deltas and turn, recorded when the turn comes (or
         the stream fails)."""
-        deltas: list[JsonValue] = []
+        deltas: list[str | ToolArgumentsDelta] = []
         try:
             async for item in self.inner.stream(request):
                 if isinstance(item, ModelTurn):
-                    self._write(_answered("stream", request, deltas, item))
+                    kept = _masked(deltas, self._redactor)
+                    self._write(_answered("stream", request, kept, item))
                 else:
-                    deltas.append(delta_json(item))
+                    deltas.append(item)
                 yield item
         except Exception as exc:
-            self._write(_failed("stream", request, exc, deltas))
+            self._write(_failed("stream", request, exc, _masked(deltas, self._redactor)))
             raise
+
+
+def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[JsonValue]:
+    """``deltas`` as cassette items. A secret split over several deltas
+    (which masking line by line would not see whole) is masked by joining
+    the text deltas (or one call's argument fragments) into one delta."""
+    out: list[str | ToolArgumentsDelta] = []
+    streams: dict[int | None, list[str | ToolArgumentsDelta]] = {}
+    for delta in deltas:
+        streams.setdefault(None if isinstance(delta, str) else delta.index, []).append(delta)
+    merged: dict[int | None, str | ToolArgumentsDelta] = {}
+    for key, parts in streams.items():
+        pieces = [p if isinstance(p, str) else p.text for p in parts]
+        joined = "".join(pieces)
+        if "".join(redactor(p) for p in pieces) == redactor(joined):
+            continue
+        first = parts[0]
+        merged[key] = (
+            redactor(joined)
+            if isinstance(first, str)
+            else ToolArgumentsDelta(first.index, first.id, first.name, redactor(joined))
+        )
+    placed: set[int | None] = set()
+    for delta in deltas:
+        key = None if isinstance(delta, str) else delta.index
+        if key not in merged:
+            out.append(delta)
+        elif key not in placed:
+            out.append(merged[key])
+            placed.add(key)
+    return [delta_json(d) for d in out]
 
 
 def _answered(
@@ -136,11 +168,11 @@ def _as_written(value: object) -> Any:
 def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
     from . import __version__  # lazy: the package's version, read from its metadata
 
-    provider, _, name = agent.model_spec.partition(":")
-    model: JsonValue = {"provider": provider, "name": name} if name else {"name": provider}
+    provider, named, name = agent.model_spec.partition(":")
+    model: JsonValue = {"provider": provider, "name": name} if named else {"name": provider}
     config = agent.config.model if agent.config is not None else None
-    if config is not None and config.provider == provider:
-        model = _as_written(config)
+    if config is not None and (not named or config.provider == provider):
+        model = _as_written(config)  # (a model built from the manifest is named by its class)
     modes: object = getattr(inner, "output_modes", None)
     listed: JsonValue = None
     if isinstance(modes, Iterable):

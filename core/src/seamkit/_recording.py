@@ -209,7 +209,9 @@ def record(
     agent: Agent, path: str | os.PathLike[str], *, append: bool = False
 ) -> Iterator[RecordingModel]:
     """Record every model exchange of ``agent``'s runs to the cassette at
-    ``path`` while the block runs::
+    ``path`` while the block runs.
+
+    ::
 
         with seamkit.testing.record(agent, "run.cassette.jsonl"):
             await agent.run("Hello")

@@ -10,8 +10,9 @@ back without a provider or the network.
 - Secrets never reach the file, even split over streamed deltas; a cut
   file and a killed run leave the earlier exchanges playable; a bad path
   is one clear error.
-- Recorded errors come back as their class; concurrent runs replay in any
-  order; a law: any scripted answers come back the same, streamed or whole.
+- Recorded errors come back as their class; concurrent runs (in process,
+  and through ``seamkit serve``) replay in any order; a law: any scripted
+  answers come back the same, streamed or whole.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -511,3 +513,38 @@ def test_record_then_replay_gives_the_same_turns(
         assert [a[-1] for a in answers] == [r[-1] for r in recorded]
 
     asyncio.run(law())
+
+
+def test_a_server_replays_concurrent_requests_in_any_order(tmp_path: Path) -> None:
+    from tests.plugins.test_serve import Served
+
+    (tmp_path / "script.yaml").write_text("each_run: true\nturns:\n  - text: Hello there.\n")
+    app = tmp_path / "app.yaml"
+    app.write_text(
+        "name: chat\nmodel: scripted:script.yaml\nserve: {api_keys: [sk-replay-key-1]}\n"
+    )
+    cassette = tmp_path / "run.jsonl"
+    questions = [f"question {i}" for i in range(4)]
+
+    async def recorded() -> None:
+        async with await seamkit.Agent.load(app) as agent:
+            with record(agent, cassette):
+                await asyncio.gather(*(agent.run(q) for q in questions))
+
+    asyncio.run(recorded())
+    app.write_text(app.read_text().replace("scripted:script.yaml", "replay:run.jsonl"))
+    served = Served(str(app), tmp_path)
+    try:
+        client = served.client("sk-replay-key-1")
+
+        def ask(question: str) -> str | None:
+            answer = client.chat.completions.create(
+                model="chat", messages=[{"role": "user", "content": question}]
+            )
+            return answer.choices[0].message.content
+
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(ask, reversed(questions)))
+        assert answers == ["Hello there."] * 4
+    finally:
+        served.stop()

@@ -267,6 +267,26 @@ async def test_secrets_never_reach_the_cassette_even_split_over_deltas(
     assert _seen(replayed) == _seen(recorded)
 
 
+async def test_a_short_secret_does_not_break_the_cassettes_shape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("PIN", "to")  # inside tool_calls, tool_choice, max_tokens
+    app = _example(tmp_path, "hello")
+    app.write_text(app.read_text() + "serve: {api_keys: ['${secret:PIN}']}\n")
+    cassette = tmp_path / "run.jsonl"
+    recorded = await _run(app, "What is 2 + 3 today?", cassette=cassette)
+    lines = _lines(cassette)
+    assert set(lines[1]["request"]) == set(ModelRequest.model_fields)
+    assert lines[1]["request"]["messages"][0]["content"] == "What is 2 + 3 ***day?"
+    assert lines[1]["turn"]["finish_reason"] == "tool_calls"  # the format's own words
+    assert lines[2]["request"]["messages"][2]["role"] == "tool"
+    # A masked secret stands for any text at its place; the rest must still be equal.
+    replayed = await _run(app, "What is 2 + 3 today?", model=f"replay:{cassette}")
+    assert replayed.text == recorded.text == "2 + 3 = 5."
+    other = await _run(app, "What is 2 + 4 today?", model=f"replay:{cassette}")
+    assert isinstance(other.outcome, seamkit.Failed)
+
+
 async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path) -> None:
     canary = "sk-canary-0d1f7a9e3b"
     app = tmp_path / "app.yaml"

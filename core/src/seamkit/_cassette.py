@@ -36,12 +36,14 @@ from ._errors import ModelError
 from ._types import ToolArgumentsDelta
 
 __all__ = [
+    "MASK",
     "VERSION",
     "Cassette",
     "Exchange",
     "delta_json",
     "delta_of",
     "differences",
+    "matches",
     "normalized",
     "read_cassette",
 ]
@@ -201,6 +203,27 @@ def normalized(value: JsonValue, ignore: Iterable[re.Pattern[str]] = ()) -> Json
 
 
 _ABSENT = object()
+MASK = "***"
+"""What a secret is written as (`seamkit.redact`)."""
+
+
+def matches(recorded: JsonValue, now: JsonValue) -> bool:
+    """Whether ``now`` is the request ``recorded`` (both normalised): equal,
+    but for a secret masked at the recording (``***``), which stands for any
+    text at its place."""
+    if isinstance(recorded, str) and isinstance(now, str):
+        return recorded == now or (
+            MASK in recorded and _masked(recorded).fullmatch(now) is not None
+        )
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        return recorded.keys() == now.keys() and all(matches(recorded[k], now[k]) for k in recorded)
+    if isinstance(recorded, list) and isinstance(now, list):
+        return len(recorded) == len(now) and all(map(matches, recorded, now))
+    return recorded == now
+
+
+def _masked(text: str) -> re.Pattern[str]:
+    return re.compile(".+?".join(re.escape(part) for part in text.split(MASK)), re.DOTALL)
 
 
 def differences(recorded: JsonValue, now: JsonValue) -> list[str]:
@@ -214,7 +237,9 @@ def differences(recorded: JsonValue, now: JsonValue) -> list[str]:
 
 
 def _walk(path: str, recorded: object, now: object, out: list[str]) -> None:
-    if recorded == now:
+    if recorded == now or (
+        isinstance(recorded, str) and isinstance(now, str) and matches(recorded, now)
+    ):
         return
     if isinstance(recorded, dict) and isinstance(now, dict):
         for key in [*recorded, *(k for k in now if k not in recorded)]:

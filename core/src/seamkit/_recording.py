@@ -22,7 +22,19 @@ from pydantic import BaseModel, JsonValue
 from ._cassette import VERSION, Call, delta_json
 from ._errors import SeamkitError
 from ._secret import Redactor, Secret, secret_json, secret_texts
-from ._types import Model, ModelRequest, ModelTurn, ToolArgumentsDelta
+from ._types import (
+    Document,
+    FunctionCall,
+    Message,
+    MessageToolCall,
+    Model,
+    ModelRequest,
+    ModelTurn,
+    OutputSpec,
+    ToolArgumentsDelta,
+    ToolSpec,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from ._engine._agent import Agent
@@ -57,8 +69,8 @@ class RecordingModel:
 
     def _write(self, entry: dict[str, JsonValue]) -> None:
         with self._lock:
-            line = json.dumps({"seq": self._seq, **entry}, ensure_ascii=False)
-            self._sink.write(self._redactor(line) + "\n")
+            line = _line({"seq": self._seq, **entry}, self._redactor)
+            self._sink.write(line + "\n")
             self._sink.flush()
             self._seq += 1
 
@@ -89,6 +101,56 @@ class RecordingModel:
         except Exception as exc:
             self._write(_failed("stream", request, exc, _masked(deltas, self._redactor)))
             raise
+
+
+_FORMAT_KEYS = frozenset(
+    {"cassette", "seamkit", "model", "output_modes", "created", "seq", "call", "request"}
+    | {"deltas", "turn", "error", "text", "args", "index", "id", "name", "class", "message"}
+    | {"provider", "hint"}
+    | {
+        key
+        for kind in (
+            ModelRequest,
+            ModelTurn,
+            Message,
+            MessageToolCall,
+            FunctionCall,
+            ToolSpec,
+            Document,
+            OutputSpec,
+            Usage,
+        )
+        for key in kind.model_fields
+    }
+)
+"""The names the cassette format itself uses as keys: never masked, so that
+a short secret (a PIN, a one-word password) cannot break a line's shape."""
+_WORDS = frozenset({"role", "type", "call", "finish_reason", "mode", "class", "cassette"})
+"""Fields whose values are the format's own words (``assistant``,
+``tool_calls``...), not text a run carried: never masked either."""
+
+
+def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
+    """``entry`` as one cassette line, every text in it (values, and keys
+    that are not the format's own) masked with ``redactor``. (Masking the
+    JSON text instead would mask a short secret inside the format's own
+    keys, ``max_tokens`` for a secret ``k``, and break the line.)"""
+
+    def walk(value: JsonValue) -> JsonValue:
+        if isinstance(value, str):
+            return redactor(value)
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {
+                key if key in _FORMAT_KEYS else redactor(key): (
+                    item if key in _WORDS and isinstance(item, str) else walk(item)
+                )
+                for key, item in value.items()
+            }
+        return value
+
+    return json.dumps(walk(entry), ensure_ascii=False)
 
 
 def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[JsonValue]:
@@ -237,7 +299,7 @@ def record(
         ) from None
     with sink:
         if first is None:
-            sink.write(redactor(json.dumps(_header(agent, inner), ensure_ascii=False)) + "\n")
+            sink.write(_line(_header(agent, inner), redactor) + "\n")
             sink.flush()
         recording = RecordingModel(inner, sink, redactor, first_seq=first or 0)
         agent.model = recording

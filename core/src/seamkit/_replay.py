@@ -11,7 +11,8 @@ next exchange in order; one past the last exchange fails naming the file.
 
 Requests are compared after `seamkit._cassette.normalized`: an injected
 pair's expiry, run and session ids and what the ``ignore`` patterns match
-may differ; nothing else.
+may differ, and a secret masked at the recording (``***``) stands for any
+text at its place; nothing else.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from pydantic import Field, JsonValue, field_validator
 
-from ._cassette import Cassette, Exchange, differences, normalized, read_cassette
+from ._cassette import Cassette, Exchange, differences, matches, normalized, read_cassette
 from ._config import ModelConfig
 from ._errors import ContextLengthExceeded, ModelError, ScriptError
 from ._types import ModelRequest, ModelTurn, ToolArgumentsDelta
@@ -92,7 +93,7 @@ class ReplayModel:
                 provider="replay",
                 hint="record the run again (seamkit run --record FILE), or lower max_turns",
             )
-        found = next((i for i in pending if self._expected[i] == now), None)
+        found = next((i for i in pending if matches(self._expected[i], now)), None)
         if found is None:
             nxt = pending[0]
             exchange = self.cassette.exchanges[nxt]

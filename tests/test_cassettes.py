@@ -312,6 +312,25 @@ async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path
     assert canary not in (result.text or "")
 
 
+async def test_append_continues_a_cassette_cut_by_a_crash(tmp_path: Path, no_network: None) -> None:
+    app = _example(tmp_path, "hello")
+    cassette = tmp_path / "run.jsonl"
+    await _run(app, "What is 2 + 3?", cassette=cassette)
+    with cassette.open("a") as out:
+        out.write('{"seq": 2, "call": "str')  # a line a crash cut short
+    async with await seamkit.Agent.load(app) as agent:
+        original = agent.model
+        with record(agent, cassette, append=True) as recording:
+            assert agent.model is recording
+            await agent.run("What is 2 + 3?")
+        assert agent.model is original
+    lines = _lines(cassette)
+    assert [line.get("seq") for line in lines] == [None, 0, 1, 2, 3]
+    async with await seamkit.Agent.load(app, model=f"replay:{cassette}") as agent:
+        first, second = await agent.run("What is 2 + 3?"), await agent.run("What is 2 + 3?")
+    assert first.text == second.text == "2 + 3 = 5."
+
+
 async def test_a_cut_cassette_replays_its_earlier_exchanges(
     tmp_path: Path, no_network: None
 ) -> None:

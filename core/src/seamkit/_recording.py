@@ -2,8 +2,8 @@
 
 `record` wraps an agent's model in a `RecordingModel`, which passes every
 call through and appends the exchange to the cassette as it ends (the
-format is `seamkit._cassette`'s). Every line goes through a redactor with
-the secrets of the agent's manifest: a cassette can be shared.
+format is `seamkit._cassette`'s). Every text of a line is masked with the
+secrets of the agent's manifest: a cassette can be shared.
 """
 
 from __future__ import annotations
@@ -281,8 +281,9 @@ def record(
     The file gets a header line (the cassette version, seamkit's version,
     the model's provider and name, secrets as their ``${secret:VAR}``
     text, and its ``output_modes``), then one line per exchange as it ends:
-    a crash leaves the exchanges before it readable. Every line is masked
-    with the secrets of the agent's manifest. ``append=True`` continues the
+    a crash leaves the exchanges before it readable. Every text in it is
+    masked with the secrets of the agent's manifest (a secret split over
+    streamed deltas too: those deltas are joined). ``append=True`` continues the
     cassette already at ``path`` (its seq numbers go on). Play it back with
     ``model: replay:<path>``. On leaving the block the agent gets its model
     back."""

@@ -18,7 +18,7 @@ text at its place; nothing else.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from pydantic import Field, JsonValue, field_validator
@@ -135,12 +135,11 @@ class ReplayModel:
         yield turn
 
 
-def _recorded_error(error: dict[str, JsonValue] | object) -> ModelError:
+def _recorded_error(error: Mapping[str, JsonValue]) -> ModelError:
     """The error a recorded exchange raised, as its class when it is one of
     seamkit's model errors, else as a `ModelError` naming its class."""
-    fields = error if isinstance(error, dict) else {}
-    kind, message = str(fields.get("class", "")), str(fields.get("message", ""))
-    provider, hint = fields.get("provider"), fields.get("hint")
+    kind, message = str(error.get("class", "")), str(error.get("message", ""))
+    provider, hint = error.get("provider"), error.get("hint")
     provider = provider if isinstance(provider, str) else None
     hint = hint if isinstance(hint, str) else None
     if kind == "ContextLengthExceeded":

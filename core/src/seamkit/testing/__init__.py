@@ -16,6 +16,8 @@
 - :func:`check_session_store` (and :func:`acheck_session_store` in a running
   event loop): the conformance check of a session store, journal included
   when it keeps one.
+- :func:`record`: record every model exchange of an agent's runs to a
+  cassette that ``model: replay:FILE`` plays back (no network).
 - :func:`check_model_provider` (and :func:`acheck_model_provider`): the
   conformance suite of a model provider, run against wire cassettes
   (:func:`load_cassette`) that a local :class:`WireServer` plays; it gives
@@ -35,6 +37,7 @@ from .._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from .._errors import ScriptError as ScriptError
+    from .._recording import RecordingModel as RecordingModel, record as record
     from .._scripted import ScriptedModel as ScriptedModel
     from . import strategies as strategies
     from ._agents import (
@@ -88,6 +91,8 @@ __getattr__, __dir__, __all__ = lazy_module(
         "strategies": "",
         "ScriptError": ".._errors",
         "ScriptedModel": ".._scripted",
+        "RecordingModel": ".._recording",
+        "record": ".._recording",
         "Recorder": "._agents",
         "StreamedRun": "._agents",
         "build_agent": "._agents",

@@ -1,4 +1,4 @@
-"""Wire cassettes (`seamkit.testing.load_cassette`) and the `WireServer`
+"""Wire cassettes (`seamkit.testing.load_wire_cassette`) and the `WireServer`
 that plays them, used from plain sync code over real sockets."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from seamkit.testing import CassetteError, WireServer, load_cassette, parse_cassette
+from seamkit.testing import WireCassetteError, WireServer, load_wire_cassette, parse_wire_cassette
 
 STREAM = """\
 # Source: a made-up stream for this test
@@ -44,7 +44,7 @@ Content-Type: application/json
 
 
 def test_a_stream_is_one_write_per_event_after_its_comments() -> None:
-    cassette = parse_cassette(STREAM)
+    cassette = parse_wire_cassette(STREAM)
     (response,) = cassette.responses
     assert response.status == 200 and response.reason == "OK" and response.is_stream
     assert response.writes == (
@@ -57,7 +57,7 @@ def test_a_stream_is_one_write_per_event_after_its_comments() -> None:
 
 
 def test_responses_are_separated_by_a_dashes_line() -> None:
-    cassette = parse_cassette(RETRY)
+    cassette = parse_wire_cassette(RETRY)
     assert [r.status for r in cassette.responses] == [429, 200]
     assert cassette.responses[0].header("Retry-After") == "0"
     assert cassette.responses[1].header("content-type") == "application/json"
@@ -77,13 +77,13 @@ def test_responses_are_separated_by_a_dashes_line() -> None:
 def test_a_bad_cassette_names_its_line(text: str, words: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.http"
     path.write_text(text)
-    with pytest.raises(CassetteError, match=f"bad.http{words}" if words[0] == ":" else words):
-        load_cassette(path)
+    with pytest.raises(WireCassetteError, match=f"bad.http{words}" if words[0] == ":" else words):
+        load_wire_cassette(path)
 
 
 def test_the_server_plays_in_order_repeats_the_last_and_records_requests() -> None:
     with WireServer() as server:
-        server.play(parse_cassette(RETRY))
+        server.play(parse_wire_cassette(RETRY))
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
         answers = []
         for n in range(3):
@@ -107,7 +107,7 @@ def test_the_server_plays_in_order_repeats_the_last_and_records_requests() -> No
 
 def test_a_stream_comes_in_chunks_and_pauses_between_writes() -> None:
     with WireServer() as server:
-        server.play(parse_cassette(STREAM), pause=0.2)
+        server.play(parse_wire_cassette(STREAM), pause=0.2)
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
         started = time.monotonic()
         connection.request("POST", "/", b"{}")
@@ -121,7 +121,7 @@ def test_a_stream_comes_in_chunks_and_pauses_between_writes() -> None:
 
 def test_a_held_stream_notices_the_client_going() -> None:
     with WireServer() as server:
-        server.play(parse_cassette(STREAM), hold=True)
+        server.play(parse_wire_cassette(STREAM), hold=True)
         client = socket.create_connection(("127.0.0.1", server.port))
         client.sendall(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\n{}")
         received = b""
@@ -136,7 +136,7 @@ def test_a_held_stream_notices_the_client_going() -> None:
 
 def test_a_cut_stream_drops_the_connection_without_the_last_chunk() -> None:
     with WireServer() as server:
-        server.play(parse_cassette(STREAM), cut=True)
+        server.play(parse_wire_cassette(STREAM), cut=True)
         connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
         connection.request("POST", "/", b"{}")
         with pytest.raises(http.client.IncompleteRead):
@@ -151,7 +151,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
     "path", sorted(FIXTURES.glob("*/*.http")), ids=lambda p: f"{p.parent.name}/{p.name}"
 )
 def test_every_wire_fixture_loads_and_names_its_source(path: Path) -> None:
-    cassette = load_cassette(path)
+    cassette = load_wire_cassette(path)
     assert cassette.responses
     assert any(
         re.search(r"source|https?://|sdk-python", comment, re.IGNORECASE)

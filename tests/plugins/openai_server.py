@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
-from seamkit.testing import load_cassette
+from seamkit.testing import load_wire_cassette
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRANSCRIPTS = FIXTURES / "openai"
@@ -78,9 +78,9 @@ class Reply:
     @classmethod
     def http(cls, name: str, *, provider: str = "anthropic", **options: Any) -> Reply:
         """The first response of the wire cassette
-        ``tests/fixtures/<provider>/<name>.http`` (`seamkit.testing.load_cassette`):
+        ``tests/fixtures/<provider>/<name>.http`` (`seamkit.testing.load_wire_cassette`):
         status and headers as written, the body one write per event."""
-        response = load_cassette(FIXTURES / provider / f"{name}.http").responses[0]
+        response = load_wire_cassette(FIXTURES / provider / f"{name}.http").responses[0]
         return cls(list(response.writes), response.status, dict(response.headers), **options)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import http.client
 
 from hypothesis import given, settings, strategies as st
-from seamkit.testing import WireServer, parse_cassette
+from seamkit.testing import WireServer, parse_wire_cassette
 
 _LINE = st.text(
     st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters="\r\n"),
@@ -27,7 +27,7 @@ def test_a_cassette_is_played_back_as_written(responses: list[tuple[int, list[st
     text = "# a source line\n" + "---\n".join(
         _stream(events, status) for status, events in responses
     )
-    cassette = parse_cassette(text)
+    cassette = parse_wire_cassette(text)
     assert [r.status for r in cassette.responses] == [status for status, _ in responses]
     for response, (_, events) in zip(cassette.responses, responses, strict=True):
         assert response.writes == tuple(f"{event}\n\n".encode() for event in events)

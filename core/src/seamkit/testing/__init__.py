@@ -20,7 +20,7 @@
   cassette that ``model: replay:FILE`` plays back (no network).
 - :func:`check_model_provider` (and :func:`acheck_model_provider`): the
   conformance suite of a model provider, run against wire cassettes
-  (:func:`load_cassette`) that a local :class:`WireServer` plays; it gives
+  (:func:`load_wire_cassette`) that a local :class:`WireServer` plays; it gives
   a :class:`ProviderReport`.
 - The pytest plugin (entry point ``pytest11``) gives ``seamkit_*`` fixtures
   and runs plain ``async def`` tests with asyncio (``seamkit_async = false``
@@ -77,11 +77,11 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         check_text_guard as check_text_guard,
     )
     from ._wire_cassette import (
-        CassetteError as CassetteError,
         WireCassette as WireCassette,
+        WireCassetteError as WireCassetteError,
         WireResponse as WireResponse,
-        load_cassette as load_cassette,
-        parse_cassette as parse_cassette,
+        load_wire_cassette as load_wire_cassette,
+        parse_wire_cassette as parse_wire_cassette,
     )
     from ._wire_server import WireRequest as WireRequest, WireServer as WireServer
 
@@ -115,11 +115,11 @@ __getattr__, __dir__, __all__ = lazy_module(
         "check_session_store": "._store_checks",
         "TextGuardChecked": "._text_checks",
         "check_text_guard": "._text_checks",
-        "CassetteError": "._wire_cassette",
+        "WireCassetteError": "._wire_cassette",
         "WireCassette": "._wire_cassette",
         "WireResponse": "._wire_cassette",
-        "load_cassette": "._wire_cassette",
-        "parse_cassette": "._wire_cassette",
+        "load_wire_cassette": "._wire_cassette",
+        "parse_wire_cassette": "._wire_cassette",
         "WireRequest": "._wire_server",
         "WireServer": "._wire_server",
     },

@@ -21,7 +21,7 @@ from pathlib import Path
 from .._errors import ContextLengthExceeded, ModelError
 from .._types import Message, Model, ModelRequest, ModelTurn, ToolArgumentsDelta
 from ._provider_report import ProviderCheck, ProviderReport
-from ._wire_cassette import WireCassette, load_cassette
+from ._wire_cassette import WireCassette, load_wire_cassette
 from ._wire_server import WireServer
 
 __all__ = ["CASSETTE_NAMES", "acheck_model_provider", "check_model_provider"]
@@ -73,7 +73,7 @@ def check_model_provider(
     backoff from its factory, as each check fails after 30 s.
 
     ``cassettes`` maps names to wire cassettes (``.http`` files, see
-    `seamkit.testing.load_cassette`) in the provider's own format
+    `seamkit.testing.load_wire_cassette`) in the provider's own format
     (`CASSETTE_NAMES` lists the names; another name is a ``ValueError``). A
     check without its cassette is ``not covered``, never skipped silently.
     The checks, by name:
@@ -243,7 +243,7 @@ class _Checks:
         if path is None:
             raise _NotCovered(f"no {name!r} cassette ({CASSETTE_NAMES[name]})")
         try:
-            return load_cassette(path)
+            return load_wire_cassette(path)
         except (OSError, ValueError) as exc:
             raise _Failed(f"cannot read the {name!r} cassette {str(path)!r}: {exc}") from None
 

@@ -29,14 +29,20 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CassetteError", "WireCassette", "WireResponse", "load_cassette", "parse_cassette"]
+__all__ = [
+    "WireCassette",
+    "WireCassetteError",
+    "WireResponse",
+    "load_wire_cassette",
+    "parse_wire_cassette",
+]
 
 _STATUS = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})(?: (.*))?$")
 _DIRECTIVE = re.compile(r"#\s*expect-([a-z_-]+):\s*(.+)$")
 _SEPARATOR = "---"
 
 
-class CassetteError(ValueError):
+class WireCassetteError(ValueError):
     """A cassette that cannot be read: the file and line, and what is wrong."""
 
 
@@ -79,14 +85,14 @@ class WireCassette:
     expect: dict[str, object] = field(default_factory=dict)
 
 
-def load_cassette(path: str | Path) -> WireCassette:
-    """The cassette in the ``.http`` file at ``path``; `CassetteError` (a
+def load_wire_cassette(path: str | Path) -> WireCassette:
+    """The cassette in the ``.http`` file at ``path``; `WireCassetteError` (a
     ``ValueError``) naming the line when it is not one."""
     path = Path(path)
-    return parse_cassette(path.read_text(encoding="utf-8"), path=path)
+    return parse_wire_cassette(path.read_text(encoding="utf-8"), path=path)
 
 
-def parse_cassette(text: str, *, path: Path | None = None) -> WireCassette:
+def parse_wire_cassette(text: str, *, path: Path | None = None) -> WireCassette:
     """The cassette written in ``text`` (``path`` only names it in errors)."""
     where = str(path) if path is not None else "<cassette>"
     lines = text.replace("\r\n", "\n").split("\n")
@@ -117,18 +123,18 @@ def _response(
                 try:
                     expect[directive[1].replace("-", "_")] = json.loads(directive[2])
                 except ValueError as exc:
-                    raise CassetteError(
+                    raise WireCassetteError(
                         f"{where}:{number}: expect-{directive[1]} is not JSON ({exc})"
                     ) from None
         elif line.strip():
             status_line = (number, line.strip())
             break
     if status_line is None:
-        raise CassetteError(f"{where}: a response has no status line (HTTP/1.1 200 OK)")
+        raise WireCassetteError(f"{where}: a response has no status line (HTTP/1.1 200 OK)")
     number, line = status_line
     matched = _STATUS.match(line)
     if matched is None:
-        raise CassetteError(
+        raise WireCassetteError(
             f"{where}:{number}: {line!r} is not a status line; write e.g. 'HTTP/1.1 200 OK'"
         )
     headers: list[tuple[str, str]] = []
@@ -137,7 +143,7 @@ def _response(
             break
         name, colon, value = line.partition(":")
         if not colon or not name.strip():
-            raise CassetteError(f"{where}:{number}: {line!r} is not a header (name: value)")
+            raise WireCassetteError(f"{where}:{number}: {line!r} is not a header (name: value)")
         headers.append((name.strip().lower(), value.strip()))
     body = "\n".join(line for _, line in rows).strip("\n")
     response = WireResponse(int(matched[1]), matched[2] or "", tuple(headers))

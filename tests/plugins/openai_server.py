@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from seamkit.testing import load_wire_cassette
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TRANSCRIPTS = FIXTURES / "openai"
@@ -76,30 +77,11 @@ class Reply:
 
     @classmethod
     def http(cls, name: str, *, provider: str = "anthropic", **options: Any) -> Reply:
-        """The raw HTTP response ``tests/fixtures/<provider>/<name>.http``: its
-        leading ``#`` lines (the source) left out, status and headers as
-        written, and the body one write per event for ``text/event-stream``
-        (else one write)."""
-        return cls.parse_http((FIXTURES / provider / f"{name}.http").read_text("utf-8"), **options)
-
-    @classmethod
-    def parse_http(cls, text: str, **options: Any) -> Reply:
-        """A raw HTTP response's text as a reply (see `http`)."""
-        lines = text.splitlines()
-        while lines and (lines[0].startswith("#") or not lines[0].strip()):
-            lines.pop(0)
-        status = int(lines.pop(0).split()[1])
-        headers: dict[str, str] = {}
-        while lines and lines[0].strip():
-            name, _, value = lines.pop(0).partition(":")
-            headers[name.strip().lower()] = value.strip()
-        body = "\n".join(lines[1:])
-        if headers.get("content-type", "").startswith("text/event-stream"):
-            events = [e for e in body.strip("\n").split("\n\n") if e.strip()]
-            pieces = [f"{event}\n\n".encode() for event in events]
-        else:
-            pieces = [body.strip("\n").encode()] if body.strip() else []
-        return cls(pieces, status, headers, **options)
+        """The first response of the wire cassette
+        ``tests/fixtures/<provider>/<name>.http`` (`seamkit.testing.load_wire_cassette`):
+        status and headers as written, the body one write per event."""
+        response = load_wire_cassette(FIXTURES / provider / f"{name}.http").responses[0]
+        return cls(list(response.writes), response.status, dict(response.headers), **options)
 
 
 @dataclass

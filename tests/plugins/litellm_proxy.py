@@ -1,8 +1,8 @@
 """LiteLLM's proxy for the tests: a server nobody here wrote, speaking OpenAI's
 ``/v1/chat/completions`` and Anthropic's ``/v1/messages``.
 
-Used as a pytest plugin (``pytest_plugins = ["tests.plugins.litellm_proxy"]``):
-the session-scoped ``litellm_bin`` fixture pip-installs ``litellm[proxy]`` from
+``tests/plugins/conftest.py`` makes the session-scoped ``litellm_bin`` fixture
+every plugin test's: it pip-installs ``litellm[proxy]`` from
 PyPI into a throwaway virtual environment once per test session (not a
 dependency of this repository), however many modules use it. Each module then
 starts the proxies it needs (`start_proxy`, `wait_ready`, `stop_proxy`; one

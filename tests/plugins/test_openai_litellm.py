@@ -69,8 +69,6 @@ from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
 from tests.plugins.litellm_proxy import MASTER_KEY, Proxy, ProxySpec, clean_env, running
 from tests.plugins.openai_server import ReplayServer, Reply
 
-pytest_plugins = ["tests.plugins.litellm_proxy"]
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MOCK_TEXT = "Hello from LiteLLM"

@@ -17,17 +17,20 @@ log: nothing is skipped.
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import socket
 import subprocess
 import time
+import traceback
 import venv
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -38,6 +41,9 @@ LITELLM = "litellm[proxy]==1.106.2"
 
 MASTER_KEY = "sk-test"
 """Every proxy's ``general_settings.master_key``: the one key it takes."""
+
+CANARY = "sk-canary-LEAK-123"
+"""A wrong key whose every trace in an error, a log or an output is a leak."""
 
 BOOT_SECONDS = 120.0
 """The longest wait for the proxies a `running` call starts to be ready."""
@@ -253,3 +259,48 @@ def running(litellm: Path, root: Path, *specs: ProxySpec) -> Iterator[list[Proxy
     finally:
         for proxy in started:
             stop_proxy(proxy)
+
+
+# --- keeping the key out ------------------------------------------------------
+
+
+def leak_forms(secret: str) -> list[str]:
+    """The key and the encodings it could hide in: URL-quoted, hex, base64
+    (standard and URL-safe, padded or not), and its distinctive middle."""
+    raw = secret.encode()
+    forms = {secret, "canary-LEAK", quote(secret, safe=""), quote_plus(secret), raw.hex()}
+    for encode in (base64.b64encode, base64.urlsafe_b64encode):
+        text = encode(raw).decode("ascii")
+        forms |= {text, text.rstrip("=")}
+    return sorted(forms)
+
+
+def assert_no_canary(text: str, where: str) -> None:
+    """Fail when ``text`` holds `CANARY` in any of its `leak_forms`."""
+    found = [form for form in leak_forms(CANARY) if form in text]
+    assert not found, f"{where} holds the API key (as {found}):\n{text}"
+
+
+def exception_text(exc: BaseException) -> str:
+    """Every text an exception carries: str, repr, args, attributes and the
+    formatted traceback, of it and of every exception chained to it
+    (suppressed contexts included)."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        parts += [str(current), repr(current), *map(repr, current.args)]
+        parts += [repr(vars(current)), "".join(traceback.format_exception(current))]
+        stack += [current.__cause__, current.__context__]
+    return "\n".join(parts)
+
+
+def log_text(caplog: pytest.LogCaptureFixture) -> str:
+    """Everything the captured log records say, arguments included."""
+    return "\n".join(
+        [caplog.text, *(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)]
+    )

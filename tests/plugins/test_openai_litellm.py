@@ -47,17 +47,14 @@ wire with curl and relied on below:
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import subprocess
 import sys
-import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -66,13 +63,22 @@ import yaml
 from seamkit.stream import RunFinished, TextDelta
 from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
 
-from tests.plugins.litellm_proxy import MASTER_KEY, Proxy, ProxySpec, clean_env, running
+from tests.plugins.litellm_proxy import (
+    CANARY,
+    MASTER_KEY,
+    Proxy,
+    ProxySpec,
+    assert_no_canary,
+    clean_env,
+    exception_text,
+    log_text,
+    running,
+)
 from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MOCK_TEXT = "Hello from LiteLLM"
-CANARY = "sk-canary-LEAK-123"
 KEY_SOURCE = "${secret:LITELLM_KEY}"
 TOOL_ARGUMENTS = {"a": 2, "b": 3}
 LITELLM_DEFAULT_MOCK_TEXT = "This is a mock request"
@@ -222,46 +228,6 @@ async def _failure(model: OpenAIModel, how: str) -> seamkit.ModelError:
     raise AssertionError(f"{how} succeeded; expected a ModelError")
 
 
-def _leak_forms(secret: str) -> list[str]:
-    """The key and the encodings it could hide in: URL-quoted, hex, base64
-    (standard and URL-safe, padded or not), and its distinctive middle."""
-    raw = secret.encode()
-    forms = {secret, "canary-LEAK", quote(secret, safe=""), quote_plus(secret), raw.hex()}
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        text = encode(raw).decode("ascii")
-        forms |= {text, text.rstrip("=")}
-    return sorted(forms)
-
-
-def _assert_no_canary(text: str, where: str) -> None:
-    found = [form for form in _leak_forms(CANARY) if form in text]
-    assert not found, f"{where} holds the API key (as {found}):\n{text}"
-
-
-def _exception_text(exc: BaseException) -> str:
-    """Every text an exception carries: str, repr, args, attributes and the
-    formatted traceback, of it and of every exception chained to it
-    (suppressed contexts included)."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        parts += [str(current), repr(current), *map(repr, current.args)]
-        parts += [repr(vars(current)), "".join(traceback.format_exception(current))]
-        stack += [current.__cause__, current.__context__]
-    return "\n".join(parts)
-
-
-def _log_text(caplog: pytest.LogCaptureFixture) -> str:
-    return "\n".join(
-        [caplog.text, *(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)]
-    )
-
-
 # --- answers -------------------------------------------------------------------
 
 
@@ -349,8 +315,8 @@ def test_a_wrong_key_names_its_variable_and_never_its_value(
     assert "LITELLM_KEY" in message, message
     assert "401" in message, message
     assert "Invalid proxy server token passed" in message, message  # the server's words stay
-    _assert_no_canary(_exception_text(exc), "the exception")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(exception_text(exc), "the exception")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 def test_a_wrong_key_fails_the_agent_run_without_the_key(
@@ -366,9 +332,9 @@ def test_a_wrong_key_fails_the_agent_run_without_the_key(
     assert isinstance(result.outcome, seamkit.Failed), result.outcome
     assert "LITELLM_KEY" in result.outcome.error, result.outcome.error
     assert result.output is None
-    _assert_no_canary(result.outcome.error, "the run's error")
-    _assert_no_canary(result.model_dump_json(), "the RunResult")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(result.outcome.error, "the run's error")
+    assert_no_canary(result.model_dump_json(), "the RunResult")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 def test_a_wrong_key_on_a_stock_proxy_is_a_model_error_without_the_key(
@@ -382,8 +348,8 @@ def test_a_wrong_key_on_a_stock_proxy_is_a_model_error_without_the_key(
     exc = asyncio.run(_failure(_model(stock, key=CANARY), "complete"))
     message = str(exc)
     assert "400" in message and "No connected db" in message, message
-    _assert_no_canary(_exception_text(exc), "the exception")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(exception_text(exc), "the exception")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 # --- errors the server mocks -----------------------------------------------------
@@ -497,7 +463,7 @@ def test_seamkit_run_with_a_wrong_key_names_its_variable(auth: Proxy, tmp_path: 
     done = _seamkit_run(auth, tmp_path, CANARY)
     assert done.returncode == 1, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "[failed" in done.stderr and "LITELLM_KEY" in done.stderr, done.stderr
-    _assert_no_canary(done.stdout + done.stderr, "seamkit run's output")
+    assert_no_canary(done.stdout + done.stderr, "seamkit run's output")
 
 
 # --- structured output through the proxy ---------------------------------------------

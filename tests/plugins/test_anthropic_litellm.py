@@ -57,7 +57,10 @@ relied on below:
   event for event, ``ping`` and ``message_start.usage``'s
   ``cache_creation_input_tokens`` and ``cache_read_input_tokens`` included
   (content-type ``text/event-stream; charset=utf-8``); a whole answer keeps
-  its usage, cache counts included.
+  its usage, cache counts included. An ``error`` event inside a 200 stream
+  is passed through as it came. But a whole JSON answer to a streamed
+  request is passed on relabelled ``text/event-stream; charset=utf-8``, the
+  JSON as the body: a stream of no events at all.
 - (An ``openai/...`` model reached through ``/v1/messages`` is asked through
   OpenAI's Responses API, not chat completions, and a chat-completions
   stream behind it turned into a 200 stream of ``message_start`` then an
@@ -467,6 +470,28 @@ def test_the_provider_s_cache_breakpoints_reach_the_server_behind_the_proxy(
         assert forwarded[part] == sent[part], part
 
 
+def test_an_error_event_in_the_stream_fails_the_turn_without_a_retry(
+    proxy: Proxy, upstream: ReplayServer
+) -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    upstream.script(UPSTREAM, _events(_start("msg_upstream_error"), overloaded))
+    before = len(_seen(upstream))
+    exc = asyncio.run(_failure(_model(proxy, UPSTREAM), "stream"))
+    assert type(exc) is seamkit.ModelError, repr(exc)
+    assert "overloaded_error" in str(exc) and "Overloaded" in str(exc), str(exc)
+    assert len(_seen(upstream)) == before + 1, "an answer that began is not asked again"
+
+
+def test_a_stream_of_no_events_fails_clearly(proxy: Proxy, upstream: ReplayServer) -> None:
+    """LiteLLM relabels the replay server's JSON answer to a streamed request
+    as an event stream: the provider says the stream ended early, and never
+    makes an empty turn of it."""
+    upstream.script(UPSTREAM, whole([{"type": "text", "text": UPSTREAM_TEXT}]))
+    exc = asyncio.run(_failure(_model(proxy, UPSTREAM, max_retries=0), "stream"))
+    assert type(exc) is seamkit.ModelError, repr(exc)
+    assert "message_stop" in str(exc), str(exc)
+
+
 # --- tool calls ----------------------------------------------------------------------
 
 
@@ -490,7 +515,8 @@ def test_a_tool_call_through_the_proxy(proxy: Proxy, upstream: ReplayServer, how
     if how == "stream":
         fragments = [x for x in items if isinstance(x, ToolArgumentsDelta)]
         assert fragments, items
-        assert json.loads("".join(f.arguments for f in fragments)) == TOOL_INPUT
+        assert (fragments[0].index, fragments[0].id, fragments[0].name) == (0, "toolu_add", "add")
+        assert json.loads("".join(f.text for f in fragments)) == TOOL_INPUT
 
 
 def test_the_agent_calls_the_tool_the_server_behind_the_proxy_asks_for(
@@ -504,7 +530,7 @@ def test_the_agent_calls_the_tool_the_server_behind_the_proxy_asks_for(
         calls.append((a, b))
         return a + b
 
-    upstream.script(UPSTREAM, whole([TOOL_USE], "tool_use"), text_stream("5"))
+    upstream.script(UPSTREAM, tool_stream(), text_stream("5"))
 
     async def go() -> list[Any]:
         async with _model(proxy, UPSTREAM) as model:

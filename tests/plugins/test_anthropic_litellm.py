@@ -595,6 +595,24 @@ def test_a_rate_limit_is_retried_then_reported(
 
 
 @pytest.mark.parametrize("how", ["complete", "stream"])
+def test_a_rate_limit_behind_the_proxy_is_retried_and_answered(
+    proxy: Proxy, upstream: ReplayServer, how: str
+) -> None:
+    limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+    answer = text_stream() if how == "stream" else whole([{"type": "text", "text": UPSTREAM_TEXT}])
+    upstream.script(UPSTREAM, Reply.json(limited, 429, **{"retry-after": "0"}), answer)
+    before = len(_seen(upstream))
+
+    async def go() -> seamkit.ModelTurn:
+        async with _model(proxy, UPSTREAM, max_retries=1) as model:
+            return await _ask(model, how)
+
+    turn = asyncio.run(go())
+    assert turn.message.text == UPSTREAM_TEXT
+    assert len(_seen(upstream)) == before + 2
+
+
+@pytest.mark.parametrize("how", ["complete", "stream"])
 def test_a_context_window_error_is_context_length_exceeded(proxy: Proxy, how: str) -> None:
     before = proxy.answered(400, MESSAGES)
     exc = asyncio.run(_failure(_model(proxy, "mock-context"), how))

@@ -173,6 +173,20 @@ def test_a_chat_span_has_the_patched_request_usage_and_finish_reason(exported: E
     assert first.kind is SpanKind.CLIENT
 
 
+def test_prompt_cache_counts_are_on_the_chat_and_agent_spans_only_when_there_are_any(
+    exported: Exported,
+) -> None:
+    usage = {"input_tokens": 1200, "output_tokens": 8, "cache_read_tokens": 1000}
+    _run(_agent(ScriptedModel([{"text": "hi", "usage": usage}, {"text": "again"}])))
+    (chat,) = exported.named("chat")
+    (run,) = exported.named("invoke_agent")
+    for span in (chat, run):
+        a = dict(span.attributes or {})
+        assert a["gen_ai.usage.input_tokens"] == 1200
+        assert a["gen_ai.usage.cache_read.input_tokens"] == 1000
+        assert "gen_ai.usage.cache_creation.input_tokens" not in a  # none written
+
+
 def test_concurrent_tool_spans_overlap_and_each_is_current_in_its_tool(exported: Exported) -> None:
     SEEN_SPANS.clear()
     _run(_agent(_model(*TWO_TOOLS)))

@@ -555,3 +555,24 @@ def test_a_broken_app_is_a_clear_error_before_serving(tmp_path: Path) -> None:
     assert out.returncode != 0
     assert "tools[0]" in out.stderr and "no_such_module_here" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_cached_prompt_tokens_are_reported_as_openai_reports_them(tmp_path: Path) -> None:
+    served = Served("cached", tmp_path)
+    try:
+        client = served.client()
+        answer = ask(client, "hi", model="cached")
+        assert answer.usage is not None and answer.usage.prompt_tokens == 1200
+        details = answer.usage.prompt_tokens_details
+        assert details is not None and details.cached_tokens == 1000
+        stream = ask(
+            client, "hi", model="cached", stream=True, stream_options={"include_usage": True}
+        )
+        last = list(stream)[-1]
+        assert last.usage is not None and last.usage.prompt_tokens_details is not None
+        assert last.usage.prompt_tokens_details.cached_tokens == 1000
+        response = client.responses.create(model="cached", input="hi")
+        assert response.usage is not None
+        assert response.usage.input_tokens_details.cached_tokens == 1000
+    finally:
+        served.stop()

@@ -56,7 +56,9 @@ class _Call(BaseModel):
 
 
 class _Turn(BaseModel):
-    """One scripted model turn: text, tool calls or both."""
+    """One scripted model turn: text, tool calls or both; ``usage`` states
+    the turn's token counts (prompt-cache counts, say) instead of the
+    estimate from the text's length."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -66,6 +68,7 @@ class _Turn(BaseModel):
     output: JsonValue = None
     chunks: int = Field(default=1, ge=1)
     expect: Expect | None = None
+    usage: Usage | None = None
 
 
 class _Script(BaseModel):
@@ -220,10 +223,14 @@ class ScriptedModel:
         message = Message.assistant(
             text if text is not None else ("" if calls else None), calls or None
         )
-        usage = Usage(
-            input_tokens=sum(len(m.text) for m in request.messages) // 4,
-            output_tokens=len(text or "") // 4,
-            requests=1,
+        usage = (
+            turn.usage.model_copy(update={"requests": 1})
+            if turn.usage is not None
+            else Usage(
+                input_tokens=sum(len(m.text) for m in request.messages) // 4,
+                output_tokens=len(text or "") // 4,
+                requests=1,
+            )
         )
         reason = "tool_calls" if calls else "stop"
         return ModelTurn(message=message, usage=usage, finish_reason=reason), deltas

@@ -116,6 +116,8 @@ class Span:
             usage = self.usage
             if usage is not None and usage.total_tokens and self.error is None:
                 text += f"{dot}{usage.input_tokens}/{usage.output_tokens} tok"
+                if usage.cache_read_tokens:
+                    text += f" ({usage.cache_read_tokens} cached)"
         elif self.kind == "tool":
             text = f"tool {self.name}"
         elif self.kind == "approval":

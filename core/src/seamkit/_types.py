@@ -313,6 +313,17 @@ class Usage(BaseModel):
         """Input plus output tokens."""
         return self.input_tokens + self.output_tokens
 
+    @property
+    def cache_note(self) -> str:
+        """What the prompt cache did, as the CLI shows it: ``"1000 cached, 150
+        written"``, either part only when not zero; ``""`` when neither."""
+        parts = []
+        if self.cache_read_tokens:
+            parts.append(f"{self.cache_read_tokens} cached")
+        if self.cache_write_tokens:
+            parts.append(f"{self.cache_write_tokens} written")
+        return ", ".join(parts)
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,

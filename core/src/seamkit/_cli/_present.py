@@ -218,9 +218,10 @@ def _summary(result: RunResult, cause: str | None = None) -> str:
         count = len(waiting(outcome.pending))
         detail = f": {count} call{' waits' if count == 1 else 's wait'} for a decision"
     usage = result.usage
+    cached = f" ({usage.cache_note})" if usage.cache_note else ""
     return (
         f"[{outcome.kind}{detail} · {usage.requests} model call"
-        f"{'' if usage.requests == 1 else 's'} · {usage.input_tokens} in / "
+        f"{'' if usage.requests == 1 else 's'} · {usage.input_tokens} in{cached} / "
         f"{usage.output_tokens} out tokens]"
     )
 

@@ -287,7 +287,9 @@ async def conclude(
     feedback = _feedback(structured, errors)
     if answer.call is not None:
         return Verdict(
-            (*skipped, Message.tool(answer.call.id, feedback)), again=True, errors=errors
+            (*skipped, Message.tool(answer.call.id, feedback, is_error=True)),
+            again=True,
+            errors=errors,
         )
     told = Message(role="user", content=feedback, name=FEEDBACK_NAME)
     return Verdict((*skipped, told), again=True, errors=errors)

@@ -40,9 +40,10 @@ one, and every Claude model can produce at least this many."""
 MAX_BREAKPOINTS = 4
 """The most ``cache_control`` breakpoints the Messages API takes in one request."""
 
-RESERVED_BODY_KEYS = frozenset({"messages", "stream", "system"})
-"""Body keys the provider writes itself from the transcript; ``extra_body`` and
-``additional_params`` may not set them."""
+RESERVED_BODY_KEYS = frozenset({"messages", "stream", "system", "cache_control"})
+"""Body keys the provider writes itself from the transcript (and the top-level
+``cache_control`` of automatic caching, which would fight the provider's own
+breakpoints); ``extra_body`` and ``additional_params`` may not set them."""
 
 
 class AnthropicCache(BaseModel):
@@ -139,6 +140,18 @@ class AnthropicConfig(seamkit.ModelConfig):
         default_factory=dict,
         description="More fields for every request body (a hook's additional_params "
         "win over these).",
+    )
+    native_output: bool = Field(
+        default=False,
+        description="Whether to ask the model for structured output natively "
+        "(output_config with a json_schema format); when false, a run's output in mode "
+        "auto uses an output tool instead, and mode native is an error.",
+    )
+    parallel_tool_calls: bool = Field(
+        default=True,
+        description="Whether the model may ask for several tool calls in one answer; "
+        "false sends disable_parallel_tool_use (so does additional_params "
+        "parallel_tool_calls: false).",
     )
     cache: CacheSetting = Field(
         default="auto",

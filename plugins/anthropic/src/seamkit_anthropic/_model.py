@@ -41,13 +41,15 @@ class AnthropicModel:
     itself.
 
     ``output_modes`` says which structured-output modes it will serve:
-    ``tool`` and ``prompted``.
+    ``tool`` and ``prompted``, and ``native`` when the config says
+    ``native_output: true``.
     """
-
-    output_modes: frozenset[str] = frozenset({"tool", "prompted"})
 
     def __init__(self, config: AnthropicConfig) -> None:
         self.config = config.resolved()
+        self.output_modes: frozenset[str] = frozenset(
+            {"tool", "prompted", "native"} if self.config.native_output else {"tool", "prompted"}
+        )
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = messages_url(base_url)
         self.where = f"anthropic provider at {base_url}"

@@ -22,6 +22,10 @@
   ``prompted`` mode no ``response_format`` (the output tool is among ``tools``,
   the schema in the preamble); with ``native_output: false`` a native request
   is an error, as the server takes no JSON Schema response format;
+- an assistant message's content parts OpenAI's format does not have
+  (another provider's thinking blocks, say) are left out, and content left
+  with text parts only goes as one string, so a transcript recorded with
+  another provider can be sent here;
 - then the config's ``extra_body``, then the request's ``additional_params``
   (a later one wins; neither may set ``messages`` or ``stream``).
 """
@@ -38,6 +42,24 @@ from ._config import RESERVED_BODY_KEYS, OpenAIConfig
 __all__ = ["render_documents", "request_body", "response_format"]
 
 _PLAIN_CHOICES = frozenset({"auto", "none", "required"})
+_OPENAI_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
+
+
+def _message(message: seamkit.Message) -> dict[str, Any]:
+    """The message as OpenAI's format has it: an assistant message without
+    the content parts OpenAI does not know (as one string when only text
+    parts are left)."""
+    wire = message.to_openai()
+    if message.role != "assistant" or not isinstance(message.content, list):
+        return wire
+    parts = [p for p in message.content if p.get("type") in _OPENAI_PARTS]
+    if len(parts) == len(message.content):
+        return wire  # nothing to drop: the content goes as it is
+    if all(p.get("type") == "text" for p in parts):
+        wire["content"] = "".join(str(p.get("text", "")) for p in parts)
+    else:
+        wire["content"] = parts
+    return wire
 
 
 def render_documents(documents: tuple[seamkit.Document, ...]) -> str:
@@ -96,7 +118,7 @@ def request_body(
     system = _system(request)
     if system is not None:
         messages.append({"role": "system", "content": system})
-    messages.extend(m.to_openai() for m in request.messages)
+    messages.extend(_message(m) for m in request.messages)
     body: dict[str, Any] = {"model": config.name, "messages": messages}
     if request.temperature is not None:
         body["temperature"] = request.temperature

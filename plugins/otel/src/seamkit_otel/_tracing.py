@@ -37,7 +37,7 @@ from typing import Any
 from opentelemetry import context as otel_context, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
-from seamkit import Edit, Failed, HookContext, Redactor, Reject, Suspended
+from seamkit import Edit, Failed, HookContext, Redactor, Reject, Suspended, Usage
 from seamkit.plugins import secret_texts
 from seamkit.stream import (
     CallDecided,
@@ -85,6 +85,15 @@ _REQUEST_PARAMS = {
     "presence_penalty": "gen_ai.request.presence_penalty",
     "n": "gen_ai.request.choice.count",
 }
+
+
+def _cache_attributes(usage: Usage) -> dict[str, AttributeValue | None]:
+    """The prompt cache's token counts as GenAI attributes, each left out
+    (None) when zero, as a provider without a cache reports them."""
+    return {
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens or None,
+        "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens or None,
+    }
 
 
 def _error_type(text: str | None, default: str, redact: Redactor) -> str:
@@ -277,6 +286,7 @@ class Tracing:
                     ),
                     "gen_ai.usage.input_tokens": result.usage.input_tokens,
                     "gen_ai.usage.output_tokens": result.usage.output_tokens,
+                    **_cache_attributes(result.usage),
                     "seamkit.output.retries": run.retries if run.structured else None,
                 }
             )
@@ -359,6 +369,7 @@ class Tracing:
             attributes: dict[str, AttributeValue | None] = {
                 "gen_ai.usage.input_tokens": usage.input_tokens,
                 "gen_ai.usage.output_tokens": usage.output_tokens,
+                **_cache_attributes(usage),
                 "gen_ai.response.finish_reasons": [turn.finish_reason or "stop"],
             }
             if run.capture:

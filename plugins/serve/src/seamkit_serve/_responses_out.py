@@ -65,7 +65,10 @@ def _status(outcome: seamkit.Outcome) -> tuple[str, str | None]:
 def _usage(used: seamkit.Usage) -> dict[str, object]:
     return {
         "input_tokens": used.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": used.cache_read_tokens,
+            "cache_write_tokens": used.cache_write_tokens,
+        },
         "output_tokens": used.output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": used.input_tokens + used.output_tokens,

@@ -418,12 +418,14 @@ def new_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:24]}"
 
 
-def usage(result: seamkit.Usage) -> dict[str, int]:
-    """The usage object."""
+def usage(result: seamkit.Usage) -> dict[str, object]:
+    """The usage object; ``prompt_tokens_details.cached_tokens`` counts the
+    prompt tokens the model's provider read from its prompt cache."""
     return {
         "prompt_tokens": result.input_tokens,
         "completion_tokens": result.output_tokens,
         "total_tokens": result.total_tokens,
+        "prompt_tokens_details": {"cached_tokens": result.cache_read_tokens},
     }
 
 

@@ -344,29 +344,50 @@ def test_the_proxy_answers_a_streamed_mock_request_whole(proxy: Proxy) -> None:
         assert answer.status_code == 200
         assert answer.headers["content-type"] == "application/json"
         assert json.loads(answer.read())["content"][0]["text"] == MOCK_TEXT
+    # the official client's stream then ends with no event and no error
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0)
+    with client.messages.stream(
+        model="mock-claude", max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        assert list(stream) == []
+
+
+def _event_names(raw: str) -> list[str]:
+    return [line.removeprefix("event: ") for line in raw.splitlines() if line.startswith("event:")]
 
 
 def test_the_proxy_passes_the_upstream_stream_through(proxy: Proxy, upstream: ReplayServer) -> None:
-    upstream.script(UPSTREAM, text_stream())
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0)
-    with client.messages.stream(
-        model=UPSTREAM,
-        max_tokens=16,
-        system=[{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}],
-        messages=[{"role": "user", "content": "hi"}],
-    ) as stream:
-        kinds = [event.type for event in stream]
-        message = stream.get_final_message()
-    assert kinds[0] == "message_start" and kinds[-1] == "message_stop", kinds
-    assert "".join(b.text for b in message.content if b.type == "text") == UPSTREAM_TEXT
-    assert message.usage.cache_read_input_tokens == UPSTREAM_USAGE["cache_read_input_tokens"]
-    assert message.usage.cache_creation_input_tokens == 100
+    system = [{"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}]
+    body = {
+        "model": UPSTREAM,
+        "max_tokens": 16,
+        "stream": True,
+        "system": system,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    sent = text_stream()
+    upstream.script(UPSTREAM, sent)
+    with httpx.stream(
+        "POST", proxy.url + MESSAGES, headers={"x-api-key": MASTER_KEY}, json=body, timeout=30
+    ) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        raw = answer.read().decode()
+    assert _event_names(raw) == _event_names(b"".join(sent.body).decode()), raw
+    assert "ping" in _event_names(raw)
     seen = _seen(upstream)[-1]
     assert seen.path == MESSAGES
     assert seen.headers["x-api-key"] == UPSTREAM_KEY
-    assert seen.body["system"] == [
-        {"type": "text", "text": "be brief", "cache_control": {"type": "ephemeral"}}
-    ]
+    assert seen.body["system"] == system
+    # and the official client reads the cache counts from it
+    upstream.script(UPSTREAM, text_stream())
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=MASTER_KEY, max_retries=0)
+    with client.messages.stream(
+        model=UPSTREAM, max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        message = stream.get_final_message()
+    assert "".join(b.text for b in message.content if b.type == "text") == UPSTREAM_TEXT
+    assert message.usage.cache_read_input_tokens == UPSTREAM_USAGE["cache_read_input_tokens"]
+    assert message.usage.cache_creation_input_tokens == 100
 
 
 def test_the_proxy_echoes_a_wrong_key(proxy: Proxy) -> None:

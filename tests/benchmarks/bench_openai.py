@@ -236,14 +236,18 @@ def serve(more: str | None = None) -> None:
 
     ``more`` (``"module:function"``) names a function returning further
     answers, ``{model name: events}``, served beside the text and tools turns
-    to a request for that model (another benchmark's own stream)."""
+    to a request for that model (another benchmark's own stream); an answer
+    given as bytes is served as it is (a whole HTTP response: another API's
+    stream, ``bench_anthropic``'s)."""
     answers = {TEXT_MODEL: render(text_events()), TOOLS_MODEL: render(tool_events())}
     if more is not None:
         module, _, function = more.partition(":")
-        events: dict[str, list[dict[str, Any]]] = getattr(
+        events: dict[str, list[dict[str, Any]] | bytes] = getattr(
             importlib.import_module(module), function
         )()
-        answers |= {name: render(turn) for name, turn in events.items()}
+        answers |= {
+            name: turn if isinstance(turn, bytes) else render(turn) for name, turn in events.items()
+        }
     asyncio.run(_serve(answers))
 
 

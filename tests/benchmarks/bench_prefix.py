@@ -90,7 +90,8 @@ class Service:
         self.tools = [profile, clock]
 
 
-def _hooks(placement: str) -> list[dict[str, Any]]:
+def hooks(placement: str) -> list[dict[str, Any]]:
+    """The scenario's two hooks, with ``placement`` (``bench_anthropic_cache`` uses them too)."""
     common = {"kind": "tool_call", "event": "on_request_start", "placement": placement}
     return [
         {
@@ -116,7 +117,7 @@ def _last_content(lines: list[str], tool: str) -> str | None:
 async def _session(placement: str, turns: int, directory: Path) -> dict[str, Any]:
     service, model = Service(), RecordingModel()
     now = [T0]
-    app = {"name": "prefix", "model": "scripted:unused", "hooks": _hooks(placement)}
+    app = {"name": "prefix", "model": "scripted:unused", "hooks": hooks(placement)}
     agent = await seamkit.Agent.load(app, tools=service.tools, model=model, clock=lambda: now[0])
     store = SQLiteSessionStore(directory / f"{placement}.sqlite")
     async with agent:

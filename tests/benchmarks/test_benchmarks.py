@@ -114,6 +114,33 @@ def test_the_openai_provider_targets_are_measured_and_every_concurrent_run_compl
     assert concurrency["completed"] == concurrency["started"] > 0, concurrency["errors"]
 
 
+def test_the_anthropic_provider_targets_are_measured() -> None:
+    """The provider's CPU (text and tools, against the official SDK on the
+    same stream) and import targets each have a figure (the clients' checks
+    of the text and the calls run in the quick run too: ``main`` raises)."""
+    res, _ = _quick("bench_anthropic")
+    targeted = {f["name"] for f in res["figures"] if f["target"] is not None}
+    assert targeted == {"text/seamkit", "tools/seamkit", "import/seamkit_anthropic"}
+
+
+def test_the_anthropic_cache_target_is_met_in_the_quick_run_too() -> None:
+    """The caching benchmark counts tokens with a simulator: deterministic, so
+    its target is checked here (``main`` raises when the provider's usage is
+    not the simulator's or a hook's answer is stale): stable placement with
+    the provider's breakpoints reads at least 90 % from turn 3 on, more than
+    one system breakpoint or history placement does; a 6-minute pause
+    empties a 5-minute cache and not a 1-hour one."""
+    res, printed = _quick("bench_anthropic_cache")
+    summary = res["summary"]
+    assert res["all_met"] is True and summary["stable/auto"]["min"] >= 0.9
+    assert summary["stable/system"]["mean"] < summary["stable/auto"]["mean"]
+    assert summary["history/auto"]["min"] < summary["stable/auto"]["min"]
+    gap = res["gap_share"]
+    assert gap["stable/auto, 6 min gap, ttl 5m"] == 0.0
+    assert gap["stable/auto, 6 min gap, ttl 1h"] >= 0.9
+    assert "stable/system" in printed
+
+
 def test_the_serve_targets_are_measured_and_no_request_or_message_is_lost() -> None:
     """The serve benchmark's targets each have a figure; errors and lost
     messages are counts, not timings, so the quick run checks them too."""

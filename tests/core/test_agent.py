@@ -263,7 +263,9 @@ def test_sequential_terminate_never_starts_the_remaining_calls() -> None:
     # but not the content the hook stopped (issue 28); the second never
     # started, so nothing answers it
     assert roles(result) == ["user", "assistant", "tool"]
-    assert result.transcript[2] == Message.tool("call_1_0", "Result withheld by guard: enough")
+    assert result.transcript[2] == Message.tool(
+        "call_1_0", "Result withheld by guard: enough", is_error=True
+    )
     (completed,) = streamed.of(S.ToolCompleted)
     assert completed.result.is_error and completed.result.content.startswith("Result withheld")
     assert [e.call.index for e in streamed.of(S.ToolExecutionStart)] == [0]

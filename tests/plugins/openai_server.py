@@ -1,11 +1,19 @@
-"""A local OpenAI-compatible server for the provider's tests: a small ASGI app
+"""A local server for the model providers' tests (OpenAI's
+``/v1/chat/completions``, Anthropic's ``/v1/messages``): a small ASGI app
 that replays scripted answers byte for byte, served by uvicorn on 127.0.0.1
 with a free port, on a thread of its own.
 
-Each request's ``model`` picks the script: `ReplayServer.script` queues the
-answers for one model name, consumed one per request (a retry takes the next
-one). Every request is recorded (`ReplayServer.requests`), headers and body,
-so a test can read what went on the wire.
+A request is routed by its path and its body's ``model``: `ReplayServer.script`
+queues the answers for one model name, on any path or on one path only,
+consumed one per request (a retry takes the next one). Every request is
+recorded (`ReplayServer.requests`), path, headers and body, so a test can
+read what went on the wire.
+
+Answers come from code (`Reply.json`, `Reply.sse`) or from wire transcripts:
+``tests/fixtures/openai/<name>.sse`` (`Reply.transcript`, data lines only) and
+raw HTTP responses ``tests/fixtures/<provider>/<name>.http`` (`Reply.http`:
+``#`` lines naming the source, then the status line, the headers, a blank
+line and the body; an event stream's events are written one at a time).
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from seamkit.testing import load_wire_cassette
 
-TRANSCRIPTS = Path(__file__).resolve().parent.parent / "fixtures" / "openai"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+TRANSCRIPTS = FIXTURES / "openai"
 
 
 @dataclass
@@ -65,6 +75,14 @@ class Reply:
             **options,
         )
 
+    @classmethod
+    def http(cls, name: str, *, provider: str = "anthropic", **options: Any) -> Reply:
+        """The first response of the wire cassette
+        ``tests/fixtures/<provider>/<name>.http`` (`seamkit.testing.load_wire_cassette`):
+        status and headers as written, the body one write per event."""
+        response = load_wire_cassette(FIXTURES / provider / f"{name}.http").responses[0]
+        return cls(list(response.writes), response.status, dict(response.headers), **options)
+
 
 @dataclass
 class Seen:
@@ -81,6 +99,7 @@ class ReplayServer:
 
     def __init__(self) -> None:
         self.scripts: dict[str, deque[Reply]] = defaultdict(deque)
+        self.routes: dict[tuple[str, str], deque[Reply]] = defaultdict(deque)
         self.requests: list[Seen] = []
         self.disconnects = 0
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -102,11 +121,25 @@ class ReplayServer:
 
     @property
     def base_url(self) -> str:
+        """The OpenAI-style base URL (ending in ``/v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def script(self, model: str, *replies: Reply) -> None:
-        """Queue ``replies`` for requests naming ``model``."""
-        self.scripts[model].extend(replies)
+    @property
+    def root_url(self) -> str:
+        """The base URL without ``/v1``, as Anthropic's clients spell it."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def script(self, model: str, *replies: Reply, path: str | None = None) -> None:
+        """Queue ``replies`` for requests naming ``model``: on any path, or
+        only on ``path`` (``/v1/messages``, say) when given."""
+        if path is None:
+            self.scripts[model].extend(replies)
+        else:
+            self.routes[(path, model)].extend(replies)
+
+    def seen(self, model: str) -> list[Seen]:
+        """The requests that named ``model``, in order."""
+        return [r for r in self.requests if r.body.get("model") == model]
 
     def _run(self) -> None:
         self._server.run(sockets=[self._sock])
@@ -143,12 +176,20 @@ class ReplayServer:
         body = json.loads(raw) if raw else {}
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         self.requests.append(Seen(scope["path"], headers, body, tuple(scope["client"])))
-        queue = self.scripts.get(str(body.get("model")))
+        model = str(body.get("model"))
+        queue = self.routes.get((scope["path"], model)) or self.scripts.get(model)
         if scope["path"] == "/v1/models":
             reply = Reply.json({"object": "list", "data": []})
         elif not queue:
             reply = Reply.json(
-                {"error": {"message": f"no script for model {body.get('model')!r}"}}, 404
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "not_found_error",
+                        "message": f"no script for model {model!r} on {scope['path']}",
+                    },
+                },
+                404,
             )
         else:
             reply = queue.popleft()

@@ -346,6 +346,58 @@ def test_a_streamed_transcript_gives_its_deltas_and_turn(
     assert turn.usage.requests == 1
 
 
+CACHED_USAGE = {
+    # OpenAI: prompt_tokens_details.cached_tokens (prompt_tokens counts them too)
+    "openai": (
+        {
+            "prompt_tokens": 2006,
+            "completion_tokens": 300,
+            "prompt_tokens_details": {"cached_tokens": 1920},
+        },
+        (2006, 300, 1920, 0),
+    ),
+    # LiteLLM passing Anthropic's counts through beside its own
+    "litellm-anthropic": (
+        {
+            "prompt_tokens": 2009,
+            "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": 1800},
+            "cache_read_input_tokens": 1800,
+            "cache_creation_input_tokens": 188,
+        },
+        (2009, 5, 1800, 188),
+    ),
+    # only the top-level Anthropic spelling
+    "top-level": (
+        {
+            "prompt_tokens": 50,
+            "completion_tokens": 1,
+            "cache_read_input_tokens": 30,
+            "cache_creation_input_tokens": 10,
+        },
+        (50, 1, 30, 10),
+    ),
+    "none": ({"prompt_tokens": 5, "completion_tokens": 1}, (5, 1, 0, 0)),
+}
+
+
+@pytest.mark.parametrize("flavour", list(CACHED_USAGE))
+def test_cached_prompt_tokens_are_counted(server: ReplayServer, flavour: str) -> None:
+    usage, expected = CACHED_USAGE[flavour]
+    name = f"u-cache-{flavour}"
+    chunk = {"choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}
+    server.script(name, Reply.sse([chunk, {"choices": [], "usage": usage}]))
+    server.script(name, Reply.json({**TEXT, "usage": usage}))
+    model = model_for(server, name)
+    *_, streamed_turn = asyncio.run(streamed(model, ask()))
+    whole_turn = asyncio.run(model.complete(ask()))
+    for turn in (streamed_turn, whole_turn):
+        u = turn.usage
+        assert (u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens) == (
+            expected
+        )
+
+
 def test_streamed_turns_reuse_one_connection(server: ReplayServer) -> None:
     server.script("s-reuse", *[Reply.transcript("openai_text") for _ in range(3)])
     model = model_for(server, "s-reuse")

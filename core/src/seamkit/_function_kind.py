@@ -1,6 +1,6 @@
 """The kernel's built-ins, registered through the same hookspecs as plugins:
 the ``function`` tool kind (tools from Python functions) and the ``scripted``
-model provider.
+and ``replay`` model providers.
 
 ``{kind: function, ref: "package.module:function"}`` gives that one function
 (a plain function becomes a tool with its defaults); ``ref: "package.module"``
@@ -24,6 +24,7 @@ from ._config import ModelConfig, ToolConfig
 from ._errors import SeamkitError
 from ._events import hookimpl
 from ._registry import BuildContext, RegisterModel, RegisterToolKind
+from ._replay import ReplayConfig, ReplayModel
 from ._scripted import ScriptedModel
 from ._tool import Tool
 from ._tool_settings import SETTING_FIELDS, PerTool
@@ -180,7 +181,13 @@ def _scripted(config: ModelConfig, build: BuildContext) -> Model:
     return ScriptedModel.from_spec(config.name, base_dir=base_dir)
 
 
+def _replay(config: ReplayConfig, build: BuildContext) -> Model:
+    return ReplayModel.load(config.name, base_dir=build.base_dir, ignore=tuple(config.ignore))
+
+
 @hookimpl
 def register_models(register: RegisterModel) -> None:
-    """The ``scripted`` model, which plays turns from a YAML or JSON script."""
+    """The ``scripted`` model, which plays turns from a YAML or JSON script,
+    and the ``replay`` model, which plays a recorded cassette."""
     register("scripted", _scripted)
+    register("replay", _replay, config=ReplayConfig)

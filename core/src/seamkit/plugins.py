@@ -21,6 +21,9 @@ receives.
   `StoreFactory`: the factory types they take, generic over the config model.
 - `secret_texts`: the plain text of every `seamkit.Secret` in a config, for
   `seamkit.redact` on what a plugin writes.
+- `retry_status`, `retry_wait`, `render_documents`: what model providers
+  that speak HTTP share (the official clients' retry policy; a request's
+  documents as text).
 - `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
   which lets ``seamkit sessions export --raw`` save a row that does not parse.
 - `RunExecutor`, `CutOff`, `TextStop`: what a durable runner hands
@@ -82,6 +85,11 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from ._persistence._sessions import (
         RawSession as RawSession,
         RawSessionReader as RawSessionReader,
+    )
+    from ._providers import (
+        render_documents as render_documents,
+        retry_status as retry_status,
+        retry_wait as retry_wait,
     )
     from ._registry import (
         BuildContext as BuildContext,
@@ -157,6 +165,9 @@ __getattr__, __dir__, __all__ = lazy_module(
         "StoreSchemeInfo": "._registry",
         "ToolResolver": "._registry",
         "secret_texts": "._secret",
+        "render_documents": "._providers",
+        "retry_status": "._providers",
+        "retry_wait": "._providers",
         "TRACE_HEADERS": "._serving",
         "continue_trace": "._serving",
         "current_trace_headers": "._serving",

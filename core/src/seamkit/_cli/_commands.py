@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn, TypeVar
@@ -32,6 +33,7 @@ from .._loader import get_registry
 from .._manifest import manifest_schema
 from .._output import Output
 from .._persistence._recovery import write_recovery
+from .._recording import record
 from .._timeline import Timeline
 from .._toolmap import ToolMap
 from .._types import Message, RunResult, Suspended
@@ -196,6 +198,15 @@ def session_option(*, required: bool, help: str) -> Callable[[F], F]:
     "file with a JSON Schema, or with an output mapping as in the manifest ({schema: ... "
     "| ref: 'module:Name', mode, retries, name, description, strict}).",
 )
+@click.option(
+    "--record",
+    "record_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Record every model exchange of the run (request, streamed deltas, turn or error; "
+    "the manifest's secrets masked) to FILE, a cassette that `model: replay:FILE` plays "
+    "back without the network.",
+)
 def run_command(
     app: str,
     message: str,
@@ -207,6 +218,7 @@ def run_command(
     trace: bool,
     no_input: bool,
     output_schema: str | None,
+    record_file: str | None,
 ) -> None:
     """Run APP on MESSAGE: stream the answer to standard output, and show each
     hook that fired and each tool call on standard error.
@@ -238,7 +250,16 @@ def run_command(
                 click.echo(f"hint: {exc.hint}", err=True)
             sys.exit(2)
     invocation = Invocation(
-        app, session, store, model_spec, context_items, as_json, trace, no_input, output
+        app,
+        session,
+        store,
+        model_spec,
+        context_items,
+        as_json,
+        trace,
+        no_input,
+        output,
+        record_file,
     )
     invocation.execute(message)
 
@@ -259,6 +280,8 @@ class Invocation:
     no_input: bool
     output: Output[Any] | None = None
     """The output this run must give instead of the manifest's (``--output-schema``)."""
+    record: str | None = None
+    """The cassette every model exchange is recorded to (``--record``)."""
 
     @property
     def resume_line(self) -> DecideCommand | None:
@@ -276,8 +299,10 @@ class Invocation:
         context = _parse_context(self.context_items)
         clock = _clock_from_env()
         store = command_line_store(self.store)
+        rounds = 0
         while True:
-            result, tools, presenter = self._round(given, context, clock, store)
+            result, tools, presenter = self._round(given, context, clock, store, rounds > 0)
+            rounds += 1
             outcome = result.outcome
             if not isinstance(outcome, Suspended) or self.as_json:
                 sys.exit(presenter.exit_code(result))  # (--json: the calls are in its `pending`)
@@ -302,11 +327,13 @@ class Invocation:
         context: dict[str, str],
         clock: Callable[[], datetime] | None,
         store: str | None,
+        again: bool = False,
     ) -> tuple[RunResult, ToolMap | None, RunPresenter]:
         """One run, streamed (or, with --json, printed when it ends), under
         the command's signal handling: its result, the agent's tools and what
         showed the run. A run cut short by a signal, or that raised, exits
-        here."""
+        here. ``again``: a later round, whose exchanges the cassette (``--record``)
+        gets after the earlier rounds'."""
         session, model_spec, as_json = self.session, self.model_spec, self.as_json
         timeline = Timeline() if self.trace else None
         presenter = RunPresenter(as_json=as_json, output=self.output, decide=self.resume_line)
@@ -319,21 +346,26 @@ class Invocation:
             async with await Agent.load(
                 self.app, clock=clock, model=model_spec, store=store, hooks=hooks
             ) as agent:
-                tools.append(agent.tools)
-                presenter.output = output if output is not None else agent.output
-                if timeline is not None and agent.config is not None:
-                    spec = model_spec or agent.config.model.spec
-                    timeline.model_name = spec.partition(":")[2] or spec
-                if as_json:
-                    await agent.run(
-                        given, context=context, session=session, store=store, output=output
-                    )
-                    return
-                events = agent.stream(
-                    given, context=context, session=session, store=store, output=output
-                )
-                async for event in events:
-                    presenter.show(event)
+                with ExitStack() as recording:
+                    if self.record is not None:
+                        recording.enter_context(record(agent, self.record, append=again))
+                    await play(agent)
+
+        async def play(agent: Agent) -> None:
+            """The run itself, on the loaded agent (recorded with --record)."""
+            tools.append(agent.tools)
+            presenter.output = output if output is not None else agent.output
+            if timeline is not None and agent.config is not None:
+                spec = model_spec or agent.config.model.spec
+                timeline.model_name = spec.partition(":")[2] or spec
+            if as_json:
+                await agent.run(given, context=context, session=session, store=store, output=output)
+                return
+            events = agent.stream(
+                given, context=context, session=session, store=store, output=output
+            )
+            async for event in events:
+                presenter.show(event)
 
         note = presenter.note
 

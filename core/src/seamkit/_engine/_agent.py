@@ -166,7 +166,7 @@ class Agent:
             exit_stack=self.exit_stack,
             settings=self.settings,
         )
-        self.model: Model = build_model(model, build)
+        self._model: Model = build_model(model, build)
         self.model_spec = model_spec(model, self.model)
         """The model as ``"<provider>:<name>"`` (or its class's name)."""
         self._store_spec = store
@@ -188,7 +188,7 @@ class Agent:
     def _structured(self, output: Output[Any], tools: ToolMap | None = None) -> Structured:
         """A run's view of ``output``; `OutputDefinitionError` when its
         output tool would take the name of one of ``tools``."""
-        structured = Structured.of(output, self.model)
+        structured = Structured.of(output, self._model)
         names = self._plan.tools if tools is None else tools
         if structured.mode == "tool" and output.name in names:
             raise OutputDefinitionError(
@@ -200,7 +200,7 @@ class Agent:
     def _make_plan(self, tools: ToolMap) -> RunPlan:
         return RunPlan(
             name=self.name,
-            model=self.model,
+            model=self._model,
             preamble=self.preamble,
             tools=tools,
             specs=tuple(t.spec for t in tools.values()),
@@ -286,6 +286,18 @@ class Agent:
         except BaseException:
             await stack.aclose()
             raise
+
+    @property
+    def model(self) -> Model:
+        """The model the next runs use. Setting it swaps the model of the
+        runs that start after (runs already going keep theirs); observers
+        still name it by `model_spec` (`seamkit.testing.record` wraps it)."""
+        return self._model
+
+    @model.setter
+    def model(self, model: Model) -> None:
+        self._model = model
+        self._plan = self._make_plan(self._plan.tools)
 
     @property
     def tools(self) -> ToolMap:

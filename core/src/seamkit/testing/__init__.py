@@ -16,6 +16,12 @@
 - :func:`check_session_store` (and :func:`acheck_session_store` in a running
   event loop): the conformance check of a session store, journal included
   when it keeps one.
+- :func:`record`: record every model exchange of an agent's runs to a
+  cassette that ``model: replay:FILE`` plays back (no network).
+- :func:`check_model_provider` (and :func:`acheck_model_provider`): the
+  conformance suite of a model provider, run against wire cassettes
+  (:func:`load_wire_cassette`) that a local :class:`WireServer` plays; it gives
+  a :class:`ProviderReport`.
 - The pytest plugin (entry point ``pytest11``) gives ``seamkit_*`` fixtures
   and runs plain ``async def`` tests with asyncio (``seamkit_async = false``
   in the ini turns that off; anyio, pytest-asyncio and pytest-trio keep theirs).
@@ -31,6 +37,7 @@ from .._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     from .._errors import ScriptError as ScriptError
+    from .._recording import RecordingModel as RecordingModel, record as record
     from .._scripted import ScriptedModel as ScriptedModel
     from . import strategies as strategies
     from ._agents import (
@@ -50,6 +57,16 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         run_event as run_event,
         scripted_hook as scripted_hook,
     )
+    from ._provider_checks import (
+        CASSETTE_NAMES as CASSETTE_NAMES,
+        acheck_model_provider as acheck_model_provider,
+        check_model_provider as check_model_provider,
+    )
+    from ._provider_report import (
+        ProviderCheck as ProviderCheck,
+        ProviderCheckFailed as ProviderCheckFailed,
+        ProviderReport as ProviderReport,
+    )
     from ._refresh_checks import check_refresh_condition as check_refresh_condition
     from ._store_checks import (
         acheck_session_store as acheck_session_store,
@@ -59,6 +76,14 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         TextGuardChecked as TextGuardChecked,
         check_text_guard as check_text_guard,
     )
+    from ._wire_cassette import (
+        WireCassette as WireCassette,
+        WireCassetteError as WireCassetteError,
+        WireResponse as WireResponse,
+        load_wire_cassette as load_wire_cassette,
+        parse_wire_cassette as parse_wire_cassette,
+    )
+    from ._wire_server import WireRequest as WireRequest, WireServer as WireServer
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
@@ -66,6 +91,8 @@ __getattr__, __dir__, __all__ = lazy_module(
         "strategies": "",
         "ScriptError": ".._errors",
         "ScriptedModel": ".._scripted",
+        "RecordingModel": ".._recording",
+        "record": ".._recording",
         "Recorder": "._agents",
         "StreamedRun": "._agents",
         "build_agent": "._agents",
@@ -77,10 +104,23 @@ __getattr__, __dir__, __all__ = lazy_module(
         "make_context": "._harness",
         "run_event": "._harness",
         "scripted_hook": "._harness",
+        "CASSETTE_NAMES": "._provider_checks",
+        "acheck_model_provider": "._provider_checks",
+        "check_model_provider": "._provider_checks",
+        "ProviderCheck": "._provider_report",
+        "ProviderCheckFailed": "._provider_report",
+        "ProviderReport": "._provider_report",
         "check_refresh_condition": "._refresh_checks",
         "acheck_session_store": "._store_checks",
         "check_session_store": "._store_checks",
         "TextGuardChecked": "._text_checks",
         "check_text_guard": "._text_checks",
+        "WireCassetteError": "._wire_cassette",
+        "WireCassette": "._wire_cassette",
+        "WireResponse": "._wire_cassette",
+        "load_wire_cassette": "._wire_cassette",
+        "parse_wire_cassette": "._wire_cassette",
+        "WireRequest": "._wire_server",
+        "WireServer": "._wire_server",
     },
 )

@@ -3,10 +3,10 @@
 It speaks Anthropic's Messages API (``/v1/messages``), placing prompt-cache
 breakpoints where the prompt stays the same from one request to the next::
 
-    model: anthropic:claude-sonnet-4-5   # ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
+    model: anthropic:claude-sonnet-4-6   # ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
     model:
       provider: anthropic
-      name: claude-sonnet-4-5
+      name: claude-sonnet-4-6
       api_key: ${secret:MY_ANTHROPIC_KEY}
       max_tokens: 8192
       cache: {ttl: 1h}

@@ -85,7 +85,7 @@ class AnthropicConfig(seamkit.ModelConfig):
     """The ``anthropic`` provider's configuration: Anthropic's Messages API
     (``/v1/messages``), or a server that speaks it (LiteLLM's proxy).
 
-    ``model: "anthropic:claude-sonnet-4-5"`` is the mapping with only
+    ``model: "anthropic:claude-sonnet-4-6"`` is the mapping with only
     ``provider`` and ``name``; then ``api_key`` comes from ``ANTHROPIC_API_KEY``
     and ``base_url`` from ``ANTHROPIC_BASE_URL``, as the official client reads
     them.

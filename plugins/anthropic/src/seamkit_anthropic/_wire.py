@@ -69,10 +69,11 @@ from typing import Any
 
 import seamkit
 from seamkit.injection import PREFIX
+from seamkit.plugins import render_documents
 
 from ._config import RESERVED_BODY_KEYS, AnthropicCache, AnthropicConfig
 
-__all__ = ["Layout", "place_breakpoints", "render_documents", "request_body", "wire_id"]
+__all__ = ["Layout", "place_breakpoints", "request_body", "wire_id"]
 
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -80,26 +81,6 @@ _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
 _FORCED = frozenset({"any", "tool"})
 _PARALLEL_PARAM = "parallel_tool_calls"
-
-
-def render_documents(documents: tuple[seamkit.Document, ...]) -> str:
-    """The documents as one text block, exactly as the openai provider renders
-    them: ``<documents>``, then per document ``<document id="...">``, a
-    ``<metadata>{json}</metadata>`` line when it has metadata, its text and
-    ``</document>``, then ``</documents>``, one per line."""
-    parts = ["<documents>"]
-    for doc in documents:
-        parts.append(f'<document id="{_attribute(doc.id)}">')
-        if doc.metadata:
-            parts.append(f"<metadata>{json.dumps(doc.metadata, sort_keys=True)}</metadata>")
-        parts.append(doc.text)
-        parts.append("</document>")
-    parts.append("</documents>")
-    return "\n".join(parts)
-
-
-def _attribute(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
 def wire_id(call_id: str) -> str:

@@ -11,20 +11,16 @@ retried, as no wait will fix it.
 
 from __future__ import annotations
 
-import email.utils
 import json
-import random
 import re
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import seamkit
+from seamkit.plugins import retry_status
 
-__all__ = ["answer_failure", "backoff", "failure", "server_message", "should_retry"]
+__all__ = ["answer_failure", "failure", "server_message", "should_retry"]
 
-_RETRY_STATUSES = frozenset({408, 409, 429})
-_MAX_SERVER_WAIT = 60.0
 _CONTEXT_CODES = frozenset(
     {"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"}
 )
@@ -91,42 +87,12 @@ def answer_failure(
 
 
 def should_retry(status: int, headers: Mapping[str, str], body: bytes) -> bool:
-    """Whether an answer with ``status`` is worth asking again."""
-    override = headers.get("x-should-retry")
-    if override == "true":
-        return True
-    if override == "false":
+    """Whether an answer with ``status`` is worth asking again: the official
+    client's rule (`seamkit.plugins.retry_status`), less a 429 for an
+    exhausted quota."""
+    if status == 429 and "insufficient_quota" in _code(body) and "x-should-retry" not in headers:
         return False
-    if status == 429 and "insufficient_quota" in _code(body):
-        return False
-    return status in _RETRY_STATUSES or status >= 500
-
-
-def _server_wait(headers: Mapping[str, str]) -> float | None:
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass
-    after = headers.get("retry-after")
-    if after is None:
-        return None
-    try:
-        return float(after)
-    except ValueError:
-        parsed = email.utils.parsedate_tz(after)
-        if parsed is None:
-            return None
-        return float(email.utils.mktime_tz(parsed) - time.time())
-
-
-def backoff(retry: int, headers: Mapping[str, str]) -> float:
-    """Seconds to wait before retry number ``retry`` (0 for the first)."""
-    wait = _server_wait(headers)
-    if wait is not None and 0 <= wait <= _MAX_SERVER_WAIT:
-        return wait
-    return min(0.5 * 2.0**retry, 8.0) * (1 - 0.25 * random.random())
+    return retry_status(status, headers)
 
 
 def failure(

@@ -17,11 +17,12 @@ from typing import Any
 import httpx
 import seamkit
 from httpx_sse import EventSource
+from seamkit.plugins import retry_wait
 from seamkit.stream import ToolArgumentsDelta
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig, key_origin
-from ._failures import answer_failure, backoff, failure, should_retry
+from ._failures import answer_failure, failure, should_retry
 from ._wire import request_body
 
 __all__ = ["OpenAIModel"]
@@ -169,7 +170,7 @@ class OpenAIModel:
             )
 
     async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
-        wait = backoff(attempt - 1, response.headers if response is not None else {})
+        wait = retry_wait(attempt - 1, response.headers if response is not None else {})
         log.warning(
             "%s: %s; retry %d of %d in %.2fs",
             self.where,

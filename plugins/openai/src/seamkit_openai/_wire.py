@@ -32,14 +32,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import seamkit
+from seamkit.plugins import render_documents
 
 from ._config import RESERVED_BODY_KEYS, OpenAIConfig
 
-__all__ = ["render_documents", "request_body", "response_format"]
+__all__ = ["request_body", "response_format"]
 
 _PLAIN_CHOICES = frozenset({"auto", "none", "required"})
 _OPENAI_PARTS = frozenset({"text", "image_url", "input_audio", "file", "refusal"})
@@ -60,23 +60,6 @@ def _message(message: seamkit.Message) -> dict[str, Any]:
     else:
         wire["content"] = parts
     return wire
-
-
-def render_documents(documents: tuple[seamkit.Document, ...]) -> str:
-    """The documents as the one block the system message carries."""
-    parts = ["<documents>"]
-    for doc in documents:
-        parts.append(f'<document id="{_attribute(doc.id)}">')
-        if doc.metadata:
-            parts.append(f"<metadata>{json.dumps(doc.metadata, sort_keys=True)}</metadata>")
-        parts.append(doc.text)
-        parts.append("</document>")
-    parts.append("</documents>")
-    return "\n".join(parts)
-
-
-def _attribute(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
 
 
 def _system(request: seamkit.ModelRequest) -> str | None:

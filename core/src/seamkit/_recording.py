@@ -1,0 +1,310 @@
+"""Recording a run's model exchanges to a cassette (`seamkit.testing.record`).
+
+`record` wraps an agent's model in a `RecordingModel`, which passes every
+call through and appends the exchange to the cassette as it ends (the
+format is `seamkit._cassette`'s). Every text of a line is masked with the
+secrets of the agent's manifest: a cassette can be shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from pydantic import BaseModel, JsonValue
+
+from ._cassette import VERSION, Call, delta_json
+from ._errors import SeamkitError
+from ._secret import Redactor, Secret, secret_json, secret_texts
+from ._types import (
+    Document,
+    FunctionCall,
+    Message,
+    MessageToolCall,
+    Model,
+    ModelRequest,
+    ModelTurn,
+    OutputSpec,
+    ToolArgumentsDelta,
+    ToolSpec,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from ._engine._agent import Agent
+
+__all__ = ["RecordingModel", "record"]
+
+
+class RecordingModel:
+    """A `Model` that answers with ``inner`` and writes each exchange (the
+    request, the deltas streamed, the turn or the error) as one cassette
+    line when it ends. It has ``inner``'s ``output_modes``, if any."""
+
+    def __init__(
+        self, inner: Model, sink: IO[str], redactor: Redactor, *, first_seq: int = 0
+    ) -> None:
+        self.inner = inner
+        self._sink = sink
+        self._redactor = redactor
+        self._seq = first_seq
+        self._lock = threading.Lock()
+        modes: object = getattr(inner, "output_modes", None)
+        if modes is not None:
+            self.output_modes = modes
+        spec: object = getattr(inner, "spec", None)
+        if isinstance(spec, str):
+            self.spec = spec
+
+    @property
+    def recorded(self) -> int:
+        """How many exchanges this model has written."""
+        return self._seq
+
+    def _write(self, entry: dict[str, JsonValue]) -> None:
+        with self._lock:
+            line = _line({"seq": self._seq, **entry}, self._redactor)
+            self._sink.write(line + "\n")
+            self._sink.flush()
+            self._seq += 1
+
+    async def complete(self, request: ModelRequest) -> ModelTurn:
+        """``inner``'s turn, recorded."""
+        try:
+            turn = await self.inner.complete(request)
+        except Exception as exc:
+            self._write(_failed("complete", request, exc, []))
+            raise
+        self._write(_answered("complete", request, [], turn))
+        return turn
+
+    async def stream(
+        self, request: ModelRequest
+    ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
+        """``inner``'s deltas and turn, recorded when the turn comes (or
+        the stream fails)."""
+        deltas: list[str | ToolArgumentsDelta] = []
+        try:
+            async for item in self.inner.stream(request):
+                if isinstance(item, ModelTurn):
+                    kept = _masked(deltas, self._redactor)
+                    self._write(_answered("stream", request, kept, item))
+                else:
+                    deltas.append(item)
+                yield item
+        except Exception as exc:
+            self._write(_failed("stream", request, exc, _masked(deltas, self._redactor)))
+            raise
+
+
+_FORMAT_KEYS = frozenset(
+    {"cassette", "seamkit", "model", "output_modes", "created", "seq", "call", "request"}
+    | {"deltas", "turn", "error", "text", "args", "index", "id", "name", "class", "message"}
+    | {"provider", "hint"}
+    | {
+        key
+        for kind in (
+            ModelRequest,
+            ModelTurn,
+            Message,
+            MessageToolCall,
+            FunctionCall,
+            ToolSpec,
+            Document,
+            OutputSpec,
+            Usage,
+        )
+        for key in kind.model_fields
+    }
+)
+"""The names the cassette format itself uses as keys: never masked, so that
+a short secret (a PIN, a one-word password) cannot break a line's shape."""
+_WORDS = frozenset({"role", "type", "call", "finish_reason", "mode", "class", "cassette"})
+"""Fields whose values are the format's own words (``assistant``,
+``tool_calls``...), not text a run carried: never masked either."""
+
+
+def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
+    """``entry`` as one cassette line, every text in it (values, and keys
+    that are not the format's own) masked with ``redactor``. (Masking the
+    JSON text instead would mask a short secret inside the format's own
+    keys, ``max_tokens`` for a secret ``k``, and break the line.)"""
+
+    def walk(value: JsonValue) -> JsonValue:
+        if isinstance(value, str):
+            return redactor(value)
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        if isinstance(value, dict):
+            return {
+                key if key in _FORMAT_KEYS else redactor(key): (
+                    item if key in _WORDS and isinstance(item, str) else walk(item)
+                )
+                for key, item in value.items()
+            }
+        return value
+
+    return json.dumps(walk(entry), ensure_ascii=False)
+
+
+def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[JsonValue]:
+    """``deltas`` as cassette items. A secret split over several deltas
+    (which masking line by line would not see whole) is masked by joining
+    the text deltas (or one call's argument fragments) into one delta."""
+    out: list[str | ToolArgumentsDelta] = []
+    streams: dict[int | None, list[str | ToolArgumentsDelta]] = {}
+    for delta in deltas:
+        streams.setdefault(None if isinstance(delta, str) else delta.index, []).append(delta)
+    merged: dict[int | None, str | ToolArgumentsDelta] = {}
+    for key, parts in streams.items():
+        pieces = [p if isinstance(p, str) else p.text for p in parts]
+        joined = "".join(pieces)
+        if "".join(redactor(p) for p in pieces) == redactor(joined):
+            continue
+        first = parts[0]
+        merged[key] = (
+            redactor(joined)
+            if isinstance(first, str)
+            else ToolArgumentsDelta(first.index, first.id, first.name, redactor(joined))
+        )
+    placed: set[int | None] = set()
+    for delta in deltas:
+        key = None if isinstance(delta, str) else delta.index
+        if key not in merged:
+            out.append(delta)
+        elif key not in placed:
+            out.append(merged[key])
+            placed.add(key)
+    return [delta_json(d) for d in out]
+
+
+def _answered(
+    call: Call, request: ModelRequest, deltas: list[JsonValue], turn: ModelTurn
+) -> dict[str, JsonValue]:
+    return {
+        "call": call,
+        "request": request.model_dump(mode="json"),
+        "deltas": deltas,
+        "turn": turn.model_dump(mode="json"),
+    }
+
+
+def _failed(
+    call: Call, request: ModelRequest, exc: Exception, deltas: list[JsonValue]
+) -> dict[str, JsonValue]:
+    provider: object = getattr(exc, "provider", None)
+    entry: dict[str, JsonValue] = {"call": call, "request": request.model_dump(mode="json")}
+    if deltas:
+        entry["deltas"] = deltas
+    entry["error"] = {
+        "class": type(exc).__name__,
+        "message": exc.message if isinstance(exc, SeamkitError) else str(exc),
+        "provider": provider if isinstance(provider, str) else None,
+        "hint": exc.hint if isinstance(exc, SeamkitError) else None,
+    }
+    return entry
+
+
+def _as_written(value: object) -> Any:
+    """``value`` (a config, its fields) as JSON can hold it, each `Secret`
+    as its manifest text (``${secret:VAR}``), never its value."""
+    if isinstance(value, Secret):
+        return secret_json(value, source=True)
+    if isinstance(value, BaseModel):
+        return {name: _as_written(part) for name, part in value}
+    if isinstance(value, dict):
+        return {str(key): _as_written(part) for key, part in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_as_written(part) for part in value]
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
+    from . import __version__  # lazy: the package's version, read from its metadata
+
+    provider, named, name = agent.model_spec.partition(":")
+    model: JsonValue = {"provider": provider, "name": name} if named else {"name": provider}
+    config = agent.config.model if agent.config is not None else None
+    if config is not None and (not named or config.provider == provider):
+        model = _as_written(config)  # (a model built from the manifest is named by its class)
+    modes: object = getattr(inner, "output_modes", None)
+    listed: JsonValue = None
+    if isinstance(modes, Iterable):
+        listed = [str(m) for m in sorted(str(m) for m in modes)]
+    return {
+        "cassette": VERSION,
+        "seamkit": __version__,
+        "model": model,
+        "output_modes": listed,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _continued(path: Path) -> int | None:
+    """The next seq of the cassette at ``path`` (cutting a last line a crash
+    left short), or ``None`` when there is none to continue."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    if "\n" not in text:
+        return None
+    kept = text[: text.rindex("\n") + 1]
+    if kept != text:
+        path.write_text(kept, encoding="utf-8")
+    lines = kept.splitlines()
+    last = json.loads(lines[-1]) if len(lines) > 1 else {}
+    seq = last.get("seq") if isinstance(last, dict) else None
+    return seq + 1 if isinstance(seq, int) else 0
+
+
+@contextmanager
+def record(
+    agent: Agent, path: str | os.PathLike[str], *, append: bool = False
+) -> Iterator[RecordingModel]:
+    """Record every model exchange of ``agent``'s runs to the cassette at
+    ``path`` while the block runs.
+
+    ::
+
+        with seamkit.testing.record(agent, "run.cassette.jsonl"):
+            await agent.run("Hello")
+
+    The file gets a header line (the cassette version, seamkit's version,
+    the model's provider and name, secrets as their ``${secret:VAR}``
+    text, and its ``output_modes``), then one line per exchange as it ends:
+    a crash leaves the exchanges before it readable. Every text in it is
+    masked with the secrets of the agent's manifest (a secret split over
+    streamed deltas too: those deltas are joined). ``append=True`` continues the
+    cassette already at ``path`` (its seq numbers go on). Play it back with
+    ``model: replay:<path>``. On leaving the block the agent gets its model
+    back."""
+    target = Path(path)
+    inner = agent.model
+    redactor = Redactor(secret_texts(agent.config))
+    first = _continued(target) if append else None
+    try:
+        sink = target.open("a" if first is not None else "w", encoding="utf-8")
+    except OSError as exc:
+        raise SeamkitError(
+            f"cannot write the cassette {str(target)!r}: {exc.strerror}",
+            hint="name a file in a directory that exists and that you may write",
+        ) from None
+    with sink:
+        if first is None:
+            sink.write(_line(_header(agent, inner), redactor) + "\n")
+            sink.flush()
+        recording = RecordingModel(inner, sink, redactor, first_seq=first or 0)
+        agent.model = recording
+        try:
+            yield recording
+        finally:
+            agent.model = inner

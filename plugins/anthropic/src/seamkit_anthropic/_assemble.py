@@ -1,0 +1,338 @@
+"""From the Messages API's answer to a `seamkit.ModelTurn`: `TurnAssembler`
+puts a streamed answer together event by event; `turn_from_message` reads a
+whole one. Both build the same turn for the same answer (a property test
+holds them to it).
+
+The turn:
+
+- its text is every ``text`` block joined (citations are left out);
+- its tool calls are the ``tool_use`` blocks in block order, each call's
+  arguments ``json.dumps`` of its input, so a streamed ``partial_json`` and a
+  whole ``input`` object give the same text (arguments cut off by the token
+  limit stay as they came, and the finish reason judges them);
+- every other block (``thinking``, ``redacted_thinking``, ``server_tool_use``
+  and whatever comes later) is kept verbatim, in order, as a content part
+  before the text part, so the next request can send it back unchanged; the
+  content stays a plain string when there are none;
+- its usage counts every input token, read from the cache or written to it
+  included, with the cache's share in ``cache_read_tokens`` and
+  ``cache_write_tokens``;
+- its finish reason is the stop reason in OpenAI's words (the kernel's):
+  ``end_turn`` and ``stop_sequence`` are ``stop``, ``tool_use`` is
+  ``tool_calls``, ``max_tokens`` and ``model_context_window_exceeded`` are
+  ``length``, ``refusal`` is ``refusal``; others stay as they are.
+
+While a stream is fed, the assembler hands back what each event adds: text
+deltas (``str``) and tool-call argument fragments
+(`seamkit.stream.ToolArgumentsDelta`, ``index`` the call's position among the
+tool calls). Thinking is never handed back: it is not the answer.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import seamkit
+from seamkit.stream import ToolArgumentsDelta
+
+__all__ = [
+    "REFUSAL",
+    "REFUSED_TEXT",
+    "Piece",
+    "TurnAssembler",
+    "finish_reason",
+    "turn_from_message",
+    "usage_of",
+]
+
+REFUSAL = "refusal"
+"""The finish reason of a turn in which the model refused to answer."""
+
+REFUSED_TEXT = "the model refused to answer"
+"""A refusal's text when the answer has none and no explanation."""
+
+Piece = str | ToolArgumentsDelta
+"""What one event adds that a stream yields: text, or a call's argument fragment."""
+
+_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": REFUSAL,
+}
+
+
+def finish_reason(stop_reason: str | None) -> str | None:
+    """``stop_reason`` in the kernel's (OpenAI's) words; one it does not know
+    stays as it is."""
+    if stop_reason is None:
+        return None
+    return _REASONS.get(stop_reason, stop_reason)
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def usage_of(usage: Any) -> seamkit.Usage | None:
+    """A ``usage`` object as a `seamkit.Usage`: ``input_tokens`` counts all
+    input (plain, written to the cache, read from it)."""
+    if not isinstance(usage, dict):
+        return None
+    read = _count(usage, "cache_read_input_tokens")
+    written = _count(usage, "cache_creation_input_tokens")
+    return seamkit.Usage(
+        input_tokens=_count(usage, "input_tokens") + read + written,
+        output_tokens=_count(usage, "output_tokens"),
+        requests=1,
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+    )
+
+
+def _canonical(arguments: str) -> str:
+    """A call's argument text as ``json.dumps`` writes it; an empty text is
+    ``{}``, and a text that does not parse (cut off) stays as it is."""
+    if not arguments.strip():
+        return "{}"
+    try:
+        return json.dumps(json.loads(arguments))
+    except ValueError:
+        return arguments
+
+
+def _opaque(block: dict[str, Any]) -> dict[str, Any]:
+    """A non-text, non-tool block as the content part that keeps it: a
+    thinking block with its keys in one order (the stream adds the signature
+    last), any other as it is."""
+    if block.get("type") == "thinking":
+        part = {"type": "thinking", "thinking": block.get("thinking") or ""}
+        rest = {k: v for k, v in block.items() if k not in ("type", "thinking", "signature")}
+        part.update(rest)
+        if block.get("signature") is not None:
+            part["signature"] = block["signature"]
+        return part
+    return dict(block)
+
+
+def _turn(
+    blocks: list[dict[str, Any]],
+    stop_reason: str | None,
+    stop_details: Any,
+    usage: seamkit.Usage | None,
+) -> seamkit.ModelTurn:
+    """The turn ``blocks`` make: ``tool_use`` blocks carry ``arguments`` (the
+    raw argument text) in place of ``input``."""
+    texts: list[str] = []
+    parts: list[dict[str, Any]] = []
+    calls: list[seamkit.MessageToolCall] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(block.get("text") or "")
+        elif kind == "tool_use":
+            calls.append(
+                seamkit.MessageToolCall(
+                    id=block.get("id") or "",
+                    function=seamkit.FunctionCall(
+                        name=block.get("name") or "", arguments=_canonical(block["arguments"])
+                    ),
+                )
+            )
+        else:
+            parts.append(_opaque(block))
+    text = "".join(texts)
+    reason = finish_reason(stop_reason)
+    if reason == REFUSAL and not text:
+        explanation = stop_details.get("explanation") if isinstance(stop_details, dict) else None
+        text = explanation if isinstance(explanation, str) and explanation else REFUSED_TEXT
+    content: str | list[dict[str, Any]] | None
+    if parts:
+        content = [*parts, {"type": "text", "text": text}] if text else parts
+    else:
+        content = text if text or not calls else None
+    message = seamkit.Message(role="assistant", content=content, tool_calls=tuple(calls) or None)
+    return seamkit.ModelTurn(
+        message=message, usage=usage or seamkit.Usage(requests=1), finish_reason=reason
+    )
+
+
+def turn_from_message(body: dict[str, Any]) -> seamkit.ModelTurn:
+    """The turn a whole (not streamed) message holds."""
+    blocks: list[dict[str, Any]] = []
+    for block in body.get("content") or ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_use":
+            value = block.get("input")
+            arguments = value if isinstance(value, str) else json.dumps(value or {})
+            blocks.append({**block, "arguments": arguments})
+        else:
+            blocks.append(block)
+    return _turn(
+        blocks, body.get("stop_reason"), body.get("stop_details"), usage_of(body.get("usage"))
+    )
+
+
+class _Block:
+    __slots__ = ("data", "json", "position")
+
+    def __init__(self, data: dict[str, Any], position: int | None) -> None:
+        self.data = data
+        self.json: list[str] = []  # input_json_delta pieces
+        self.position = position  # among the tool calls, for a tool_use block
+
+    def finished(self) -> dict[str, Any]:
+        data = self.data
+        if data.get("type") == "tool_use":
+            value = data.get("input")
+            if not self.json and value:  # the input came whole in the start
+                text = value if isinstance(value, str) else json.dumps(value)
+                return {**data, "arguments": text}
+            return {**data, "arguments": "".join(self.json)}
+        if self.json:  # a server tool's input, streamed like a call's
+            text = "".join(self.json)
+            try:
+                return {**data, "input": json.loads(text)}
+            except ValueError:
+                return {**data, "input": text}
+        return data
+
+
+class TurnAssembler:
+    """Collects a streamed answer: `feed` each event's type and parsed data,
+    yield what it returns, then `finish` for the turn. ``stopped`` says
+    whether ``message_stop`` arrived; an ``error`` event is the caller's to
+    handle (it is not fed)."""
+
+    __slots__ = ("_blocks", "_calls", "_usage", "events", "stop_details", "stop_reason", "stopped")
+
+    def __init__(self) -> None:
+        self._blocks: dict[int, _Block] = {}
+        self._calls = 0
+        self._usage: dict[str, Any] = {}
+        self.stop_reason: str | None = None
+        self.stop_details: Any = None
+        self.stopped = False
+        self.events = 0
+
+    def feed(self, kind: str, data: dict[str, Any]) -> list[Piece]:
+        """Take one event; return what it adds (text or an argument fragment),
+        or ``[]``. Events it does not know (and ``ping``) are skipped."""
+        self.events += 1
+        if kind == "content_block_delta":
+            return self._delta(data)
+        if kind == "content_block_start":
+            return self._start(data)
+        if kind == "content_block_stop":
+            return self._stop(data)
+        if kind == "message_start":
+            message = data.get("message") or {}
+            usage = message.get("usage")
+            if isinstance(usage, dict):
+                self._usage = dict(usage)
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            if "stop_reason" in delta:
+                self.stop_reason = delta.get("stop_reason")
+            if delta.get("stop_details") is not None:
+                self.stop_details = delta["stop_details"]
+            usage = data.get("usage")
+            if isinstance(usage, dict):  # cumulative: what is given replaces
+                self._usage.update({k: v for k, v in usage.items() if v is not None})
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _start(self, data: dict[str, Any]) -> list[Piece]:
+        index = data.get("index")
+        block = data.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            return []
+        position = None
+        kind = block.get("type")
+        if kind == "tool_use":
+            position = self._calls
+            self._calls += 1
+        self._blocks[index] = _Block(dict(block), position)
+        text = block.get("text") if kind == "text" else None
+        return [text] if isinstance(text, str) and text else []  # a start with text in it
+
+    def _stop(self, data: dict[str, Any]) -> list[Piece]:
+        """A call whose input came whole in its start (no ``input_json_delta``,
+        as some proxies send it) hands its arguments over as one fragment."""
+        index = data.get("index")
+        block = self._blocks.get(index) if isinstance(index, int) else None
+        if block is None or block.position is None or block.json:
+            return []
+        value = block.data.get("input")
+        if not value:
+            return []
+        text = value if isinstance(value, str) else json.dumps(value)
+        block.json.append(text)
+        return [
+            ToolArgumentsDelta(block.position, block.data.get("id"), block.data.get("name"), text)
+        ]
+
+    def _delta(self, data: dict[str, Any]) -> list[Piece]:
+        index = data.get("index")
+        block = self._blocks.get(index) if isinstance(index, int) else None
+        delta = data.get("delta") or {}
+        if block is None:
+            return []
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text") or ""
+            block.data["text"] = (block.data.get("text") or "") + text
+            return [text] if text else []
+        if kind == "input_json_delta":
+            piece = delta.get("partial_json") or ""
+            if not piece:
+                return []
+            block.json.append(piece)
+            if block.position is None:
+                return []
+            return [
+                ToolArgumentsDelta(
+                    block.position, block.data.get("id"), block.data.get("name"), piece
+                )
+            ]
+        if kind == "thinking_delta":
+            block.data["thinking"] = (block.data.get("thinking") or "") + (
+                delta.get("thinking") or ""
+            )
+        elif kind == "signature_delta":
+            block.data["signature"] = delta.get("signature") or ""
+        return []  # citations_delta and the unknown: nothing to add
+
+    @property
+    def text_so_far(self) -> str:
+        """The text received so far."""
+        return "".join(
+            b.data.get("text") or ""
+            for _, b in sorted(self._blocks.items())
+            if b.data.get("type") == "text"
+        )
+
+    @property
+    def open_call(self) -> tuple[str, int] | None:
+        """The name and argument length of the last call begun, if any."""
+        calls = [b for _, b in sorted(self._blocks.items()) if b.position is not None]
+        if not calls:
+            return None
+        call = calls[-1]
+        return str(call.data.get("name") or ""), sum(len(p) for p in call.json)
+
+    @property
+    def reason(self) -> str | None:
+        """The turn's finish reason (`finish_reason` of the stop reason)."""
+        return finish_reason(self.stop_reason)
+
+    def finish(self) -> seamkit.ModelTurn:
+        """The turn the events fed so far make."""
+        blocks = [b.finished() for _, b in sorted(self._blocks.items())]
+        return _turn(blocks, self.stop_reason, self.stop_details, usage_of(self._usage or None))

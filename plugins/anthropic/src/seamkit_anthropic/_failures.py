@@ -1,0 +1,137 @@
+"""What a failed answer means: whether to retry it, how long to wait, and
+the `seamkit.ModelError` a user reads when retrying is over.
+
+The retry policy is the official client's (``anthropic-sdk-python``,
+``_base_client.py``: ``_should_retry``, ``_parse_retry_after_header``,
+``_calculate_retry_timeout``), which the OpenAI client shares and seamkit
+writes once (`seamkit.plugins.retry_status`, `seamkit.plugins.retry_wait`):
+408, 409, 429 and 5xx answers (529, "overloaded", included) and lost
+connections are retried, an ``x-should-retry`` header overrides, and the wait
+is the server's ``retry-after-ms`` or ``retry-after`` when that is at most a
+minute, else exponential with jitter. Only an answer that has not begun is
+retried.
+
+Anthropic's error body is ``{"type": "error", "error": {"type", "message"},
+"request_id"}``; the same object arrives as an ``error`` event inside a
+stream that began with a 200.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import seamkit
+
+__all__ = ["answer_failure", "failure", "server_message"]
+
+_CONTEXT_WORDS = re.compile(
+    r"prompt is too long|exceeds? (the )?context (limit|window)|context[ _-]?(length|window)|"
+    r"maximum context|ContextWindowExceeded|too many tokens",
+    re.IGNORECASE,
+)
+_MESSAGE_LIMIT = 500
+_PROVIDER = "anthropic"
+
+
+def _error_object(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    error = data.get("error")
+    if isinstance(error, dict):
+        return error
+    return data
+
+
+def server_message(body: bytes) -> str:
+    """The server's own words about an error: ``error.message`` (or a
+    ``message`` or ``detail``); else the start of the body."""
+    error = _error_object(body)
+    for key in ("message", "detail", "error"):
+        value = error.get(key)
+        if isinstance(value, str) and value:
+            return value[:_MESSAGE_LIMIT]
+    text = body.decode("utf-8", "replace").strip()
+    return text[:_MESSAGE_LIMIT] or "(no message)"
+
+
+def _error_type(body: bytes) -> str:
+    value = _error_object(body).get("type")
+    return value if isinstance(value, str) else ""
+
+
+def _too_long(where: str, model: str, said: str) -> seamkit.ContextLengthExceeded:
+    return seamkit.ContextLengthExceeded(
+        f"{where}: the request does not fit model {model!r}'s context window ({said})",
+        provider=_PROVIDER,
+        model=model,
+    )
+
+
+def answer_failure(
+    error: object, *, where: str, model: str, secrets: Sequence[str]
+) -> seamkit.ModelError:
+    """The error for an ``error`` event inside a stream that began with a
+    200 (``overloaded_error``, say), or an error object in a 200 body. It is
+    never retried: part of the answer may already be out."""
+    body = json.dumps({"type": "error", "error": error}).encode()
+    said = seamkit.redact(server_message(body), secrets)
+    if _CONTEXT_WORDS.search(said):
+        return _too_long(where, model, said)
+    kind = _error_type(body)
+    hint = "the API was busy; run again" if kind in ("overloaded_error", "api_error") else None
+    label = f" ({kind})" if kind else ""
+    return seamkit.ModelError(
+        f"{where} reported an error in its answer{label}: {said}", provider=_PROVIDER, hint=hint
+    )
+
+
+def failure(
+    status: int,
+    body: bytes,
+    *,
+    where: str,
+    model: str,
+    key: str | None,
+    attempts: int,
+    secrets: Sequence[str],
+) -> seamkit.ModelError:
+    """The error for a final answer of ``status``: ``where`` names the provider
+    and base URL, ``key`` where the API key came from (never the key), or
+    ``None`` when no key was set."""
+    said = seamkit.redact(server_message(body), secrets)
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if status in (401, 403):
+        if key is None:
+            return seamkit.ModelError(
+                f"{where} wants an API key, and none was set ({status}{tries}: {said})",
+                provider=_PROVIDER,
+                hint="set ANTHROPIC_API_KEY, or api_key: ${secret:VAR} in the model's config",
+            )
+        return seamkit.ModelError(
+            f"{where} refused {key} ({status}{tries}: {said})",
+            provider=_PROVIDER,
+            hint=f"check that the key is current and allowed to use model {model!r}",
+        )
+    if status == 404:
+        return seamkit.ModelError(
+            f"{where} has no model {model!r} or no /v1/messages endpoint (404: {said})",
+            provider=_PROVIDER,
+            hint="check the model's name, and that base_url is the API's root",
+        )
+    if status == 413:
+        return seamkit.ModelError(
+            f"{where} answered 413: the request is too large to send ({said})",
+            provider=_PROVIDER,
+            hint="the Messages API takes at most 32 MB per request; send fewer or smaller "
+            "images and documents",
+        )
+    if status in (400, 422) and _CONTEXT_WORDS.search(said):
+        return _too_long(where, model, said)
+    return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider=_PROVIDER)

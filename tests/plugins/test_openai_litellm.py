@@ -47,22 +47,14 @@ wire with curl and relied on below:
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
-import os
-import re
-import socket
 import subprocess
 import sys
-import time
-import traceback
-import venv
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
 
 import httpx
 import pytest
@@ -71,19 +63,27 @@ import yaml
 from seamkit.stream import RunFinished, TextDelta
 from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
 
+from tests.plugins.litellm_proxy import (
+    CANARY,
+    MASTER_KEY,
+    Proxy,
+    ProxySpec,
+    assert_no_canary,
+    clean_env,
+    exception_text,
+    log_text,
+    running,
+)
 from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MOCK_TEXT = "Hello from LiteLLM"
-MASTER_KEY = "sk-test"
-CANARY = "sk-canary-LEAK-123"
 KEY_SOURCE = "${secret:LITELLM_KEY}"
 TOOL_ARGUMENTS = {"a": 2, "b": 3}
 LITELLM_DEFAULT_MOCK_TEXT = "This is a mock request"
 """What LiteLLM answers when an entry has ``mock_tool_calls`` and no ``mock_response``."""
 
-BOOT_SECONDS = 120.0
 SEAMKIT = Path(sys.executable).with_name("seamkit")
 
 _TOOL_CALL = {
@@ -129,177 +129,16 @@ MODEL_LIST = [
     for name, mock in _MOCKS
 ]
 
-CUSTOM_AUTH = f'''\
-"""LiteLLM custom auth: the master key passes; any other key gets a 401
-that echoes it back, as some servers do (OpenAI echoes part of it)."""
-
-from fastapi import HTTPException, Request
-from litellm.proxy._types import UserAPIKeyAuth
-
-
-async def user_api_key_auth(request: Request, api_key: str) -> UserAPIKeyAuth:
-    if api_key == {MASTER_KEY!r}:
-        return UserAPIKeyAuth(api_key=api_key)
-    raise HTTPException(
-        status_code=401,
-        detail=f"Invalid proxy server token passed. Received API Key = {{api_key}}",
-    )
-'''
-
-
-# --- the proxies ---------------------------------------------------------------
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without what would tie a child to this
-    repository's virtual environment or seamkit's settings."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SEAMKIT_", "VIRTUAL_ENV", "PYTHON", "LITELLM_"))
-    }
-    env.update(extra)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@dataclass
-class Proxy:
-    """One running LiteLLM proxy: its process, port and log."""
-
-    name: str
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def log_text(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace")
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log_text()[-chars:]
-
-    def answered(self, status: int) -> int:
-        """How many chat-completions requests the proxy's access log shows
-        answered with ``status``."""
-        pattern = rf'"POST /v1/chat/completions HTTP/1\.1" {status} '
-        return len(re.findall(pattern, self.log_text()))
-
-    def wait_answered(self, status: int, count: int) -> int:
-        """``answered(status)`` once it reaches ``count`` (or after 5 s)."""
-        deadline = time.monotonic() + 5
-        while (seen := self.answered(status)) < count and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return seen
-
-
-LITELLM = "litellm[proxy]==1.106.2"
-"""The release whose behaviour the module docstring describes."""
+UPSTREAM_MODEL = "upstream-json"
+"""A proxy model that LiteLLM forwards to the replay server (not a mock): what
+reaches it is what LiteLLM passed through."""
 
 
 @pytest.fixture(scope="module")
-def litellm_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``litellm`` from a fresh virtual environment with ``litellm[proxy]``
-    installed from PyPI: by uv when the suite runs under ``uv run`` (it sets
-    ``UV``; a minute faster), else by pip, nothing cached."""
-    path = tmp_path_factory.mktemp("litellm-venv")
-    uv = os.environ.get("UV")
-    venv.EnvBuilder(with_pip=uv is None, clear=True).create(path)
-    python = path / "bin" / "python"
-    if uv is not None:
-        command = [uv, "pip", "install", "--quiet", "--python", str(python), LITELLM]
-    else:
-        command = [str(python), "-m", "pip", "install", "--quiet", "--no-cache-dir", LITELLM]
-    done = subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        env=_clean_env(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1"),
-        timeout=900,
-    )
-    if done.returncode != 0:
-        pytest.fail(
-            f"installing {LITELLM} failed (exit {done.returncode}):\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}",
-            pytrace=False,
-        )
-    litellm = path / "bin" / "litellm"
-    assert litellm.exists(), f"{LITELLM} was installed but there is no {litellm}"
-    return litellm
-
-
-def _start(
-    litellm: Path, directory: Path, general: dict[str, Any], more: list[dict[str, Any]]
-) -> Proxy:
-    directory.mkdir(parents=True, exist_ok=True)
-    config = {
-        "model_list": MODEL_LIST + more,
-        "general_settings": {"master_key": MASTER_KEY, **general},
-        "router_settings": {"num_retries": 0},
-    }
-    (directory / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    port = _free_port()
-    log = directory / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [
-                str(litellm),
-                "--config",
-                str(directory / "config.yaml"),
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-            ],
-            cwd=directory,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=_clean_env(LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONUNBUFFERED="1"),
-        )
-    return Proxy(directory.name, port, process, log)
-
-
-def _wait_ready(proxy: Proxy, deadline: float) -> None:
-    url = f"http://127.0.0.1:{proxy.port}/health/liveliness"
-    while True:
-        code = proxy.process.poll()
-        if code is not None:
-            pytest.fail(
-                f"LiteLLM proxy {proxy.name!r} exited with {code} before it was ready:\n"
-                f"{proxy.tail()}",
-                pytrace=False,
-            )
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"LiteLLM proxy {proxy.name!r} not ready on port {proxy.port} after "
-                f"{BOOT_SECONDS:g}s:\n{proxy.tail()}",
-                pytrace=False,
-            )
-        time.sleep(0.25)
-
-
-def _stop(proxy: Proxy) -> None:
-    if proxy.process.poll() is None:
-        proxy.process.terminate()
-        try:
-            proxy.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proxy.process.kill()
-            proxy.process.wait(timeout=15)
+def upstream() -> Iterator[ReplayServer]:
+    """The replay server behind the proxies' ``upstream-json`` model."""
+    with ReplayServer() as running_server:
+        yield running_server
 
 
 @dataclass
@@ -310,22 +149,11 @@ class Proxies:
     """``custom_auth``: a wrong key gets a 401 that echoes it."""
 
 
-UPSTREAM_MODEL = "upstream-json"
-"""A proxy model that LiteLLM forwards to the replay server (not a mock): what
-reaches it is what LiteLLM passed through."""
-
-
-@pytest.fixture(scope="module")
-def upstream() -> Iterator[ReplayServer]:
-    """The replay server behind the proxies' ``upstream-json`` model."""
-    with ReplayServer() as running:
-        yield running
-
-
 @pytest.fixture(scope="module")
 def proxies(
     litellm_bin: Path, upstream: ReplayServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Proxies]:
+    """Both proxies for the whole module, started side by side."""
     forwarded = [
         {
             "model_name": UPSTREAM_MODEL,
@@ -336,27 +164,14 @@ def proxies(
             },
         }
     ]
-    root = tmp_path_factory.mktemp("litellm")
-    (root / "auth").mkdir()
-    (root / "auth" / "seamkit_test_auth.py").write_text(CUSTOM_AUTH, encoding="utf-8")
-    started: list[Proxy] = []
-    try:
-        started.append(_start(litellm_bin, root / "stock", {}, forwarded))
-        started.append(
-            _start(
-                litellm_bin,
-                root / "auth",
-                {"custom_auth": "seamkit_test_auth.user_api_key_auth"},
-                forwarded,
-            )
-        )
-        deadline = time.monotonic() + BOOT_SECONDS
-        for proxy in started:
-            _wait_ready(proxy, deadline)
-        yield Proxies(*started)
-    finally:
-        for proxy in started:
-            _stop(proxy)
+    models = MODEL_LIST + forwarded
+    with running(
+        litellm_bin,
+        tmp_path_factory.mktemp("litellm"),
+        ProxySpec("stock", models),
+        ProxySpec("auth", models, custom_auth=True),
+    ) as (stock, auth):
+        yield Proxies(stock, auth)
 
 
 @pytest.fixture
@@ -411,46 +226,6 @@ async def _failure(model: OpenAIModel, how: str) -> seamkit.ModelError:
     finally:
         await model.aclose()
     raise AssertionError(f"{how} succeeded; expected a ModelError")
-
-
-def _leak_forms(secret: str) -> list[str]:
-    """The key and the encodings it could hide in: URL-quoted, hex, base64
-    (standard and URL-safe, padded or not), and its distinctive middle."""
-    raw = secret.encode()
-    forms = {secret, "canary-LEAK", quote(secret, safe=""), quote_plus(secret), raw.hex()}
-    for encode in (base64.b64encode, base64.urlsafe_b64encode):
-        text = encode(raw).decode("ascii")
-        forms |= {text, text.rstrip("=")}
-    return sorted(forms)
-
-
-def _assert_no_canary(text: str, where: str) -> None:
-    found = [form for form in _leak_forms(CANARY) if form in text]
-    assert not found, f"{where} holds the API key (as {found}):\n{text}"
-
-
-def _exception_text(exc: BaseException) -> str:
-    """Every text an exception carries: str, repr, args, attributes and the
-    formatted traceback, of it and of every exception chained to it
-    (suppressed contexts included)."""
-    parts: list[str] = []
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        parts += [str(current), repr(current), *map(repr, current.args)]
-        parts += [repr(vars(current)), "".join(traceback.format_exception(current))]
-        stack += [current.__cause__, current.__context__]
-    return "\n".join(parts)
-
-
-def _log_text(caplog: pytest.LogCaptureFixture) -> str:
-    return "\n".join(
-        [caplog.text, *(f"{r.name} {r.getMessage()} {r.args!r}" for r in caplog.records)]
-    )
 
 
 # --- answers -------------------------------------------------------------------
@@ -540,8 +315,8 @@ def test_a_wrong_key_names_its_variable_and_never_its_value(
     assert "LITELLM_KEY" in message, message
     assert "401" in message, message
     assert "Invalid proxy server token passed" in message, message  # the server's words stay
-    _assert_no_canary(_exception_text(exc), "the exception")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(exception_text(exc), "the exception")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 def test_a_wrong_key_fails_the_agent_run_without_the_key(
@@ -557,9 +332,9 @@ def test_a_wrong_key_fails_the_agent_run_without_the_key(
     assert isinstance(result.outcome, seamkit.Failed), result.outcome
     assert "LITELLM_KEY" in result.outcome.error, result.outcome.error
     assert result.output is None
-    _assert_no_canary(result.outcome.error, "the run's error")
-    _assert_no_canary(result.model_dump_json(), "the RunResult")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(result.outcome.error, "the run's error")
+    assert_no_canary(result.model_dump_json(), "the RunResult")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 def test_a_wrong_key_on_a_stock_proxy_is_a_model_error_without_the_key(
@@ -573,8 +348,8 @@ def test_a_wrong_key_on_a_stock_proxy_is_a_model_error_without_the_key(
     exc = asyncio.run(_failure(_model(stock, key=CANARY), "complete"))
     message = str(exc)
     assert "400" in message and "No connected db" in message, message
-    _assert_no_canary(_exception_text(exc), "the exception")
-    _assert_no_canary(_log_text(caplog), "the logs")
+    assert_no_canary(exception_text(exc), "the exception")
+    assert_no_canary(log_text(caplog), "the logs")
 
 
 # --- errors the server mocks -----------------------------------------------------
@@ -671,7 +446,7 @@ def _seamkit_run(proxy: Proxy, tmp_path: Path, key: str) -> subprocess.Completed
         [str(SEAMKIT), "run", str(app), "hi"],
         capture_output=True,
         text=True,
-        env=_clean_env(LITELLM_KEY=key),
+        env=clean_env(LITELLM_KEY=key),
         cwd=tmp_path,
         timeout=120,
     )
@@ -688,7 +463,7 @@ def test_seamkit_run_with_a_wrong_key_names_its_variable(auth: Proxy, tmp_path: 
     done = _seamkit_run(auth, tmp_path, CANARY)
     assert done.returncode == 1, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert "[failed" in done.stderr and "LITELLM_KEY" in done.stderr, done.stderr
-    _assert_no_canary(done.stdout + done.stderr, "seamkit run's output")
+    assert_no_canary(done.stdout + done.stderr, "seamkit run's output")
 
 
 # --- structured output through the proxy ---------------------------------------------

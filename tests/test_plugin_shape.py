@@ -26,7 +26,11 @@ from tests.core.test_module_graph import unexplained_imports
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = ROOT / "core" / "src" / "seamkit"
 DISTRIBUTIONS = sorted(
-    [*ROOT.glob("plugins/*/pyproject.toml"), *ROOT.glob("contrib/*/pyproject.toml")]
+    [
+        *ROOT.glob("libs/*/pyproject.toml"),
+        *ROOT.glob("plugins/*/pyproject.toml"),
+        *ROOT.glob("contrib/*/pyproject.toml"),
+    ]
 )
 
 NOT_PLUGINS = {
@@ -34,6 +38,7 @@ NOT_PLUGINS = {
     # module would save nothing; memory-server does not even depend on seamkit.
     "joke-service": "a tool service run with `seamkit tool-service serve`",
     "memory-server": "a stand-alone MCP server on the MCP SDK alone",
+    "http": "a library the model providers share (libs/http), which registers nothing",
 }
 
 
@@ -73,6 +78,7 @@ ENTRY_MODULES = {
     "seamkit": KERNEL / "__init__.py",
     "seamkit.plugins": KERNEL / "plugins.py",
     "seamkit.testing": KERNEL / "testing" / "__init__.py",
+    "seamkit_http": ROOT / "libs" / "http" / "src" / "seamkit_http" / "__init__.py",
     **_plugin_entry_modules(),
 }
 
@@ -248,10 +254,10 @@ def test_no_plugin_binds_a_socket_or_carries_trace_context_itself() -> None:
 
 
 def test_plugins_write_secrets_through_secret_json() -> None:
-    from seamkit_openai import _model
+    from seamkit_http import _endpoint
     from seamkit_otel import _content
 
     canary = seamkit.Secret("canary-7f3e9b21d4")
-    assert _model._ON_THE_WIRE(canary) == "canary-7f3e9b21d4"  # the request body carries it
-    assert _model._ON_THE_WIRE.func is seamkit.secret_json
+    assert _endpoint._ON_THE_WIRE(canary) == "canary-7f3e9b21d4"  # the request body carries it
+    assert _endpoint._ON_THE_WIRE.func is seamkit.secret_json
     assert _content.to_json({"k": canary}) == '{"k":"***"}'  # telemetry masks it

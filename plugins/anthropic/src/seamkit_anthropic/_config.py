@@ -5,7 +5,6 @@ how the provider places prompt-cache breakpoints."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -21,7 +20,6 @@ __all__ = [
     "AnthropicCache",
     "AnthropicConfig",
     "CacheSetting",
-    "key_origin",
 ]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -194,19 +192,3 @@ class AnthropicConfig(seamkit.ModelConfig):
         if self.base_url is None:
             updates["base_url"] = env.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL
         return self.model_copy(update=updates) if updates else self
-
-
-def key_origin(key: seamkit.Secret[str] | None) -> str | None:
-    """Where the API key came from, for an error message: the variables it was
-    read from (``ANTHROPIC_API_KEY``, ``MY_KEY`` for ``${secret:MY_KEY}``),
-    never the value; ``None`` when there is no key."""
-    if key is None:
-        return None
-    source = key.source
-    if source is None:
-        return "the api_key in the model's config"
-    variables = _VARIABLE.findall(source) or [source]
-    return f"the API key from {', '.join(variables)}"
-
-
-_VARIABLE = re.compile(r"\$\{(?:secret|env):([A-Za-z_][A-Za-z0-9_]*)")

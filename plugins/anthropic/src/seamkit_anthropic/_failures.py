@@ -21,49 +21,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import seamkit
+from seamkit_http import error_object, server_message
 
-__all__ = ["answer_failure", "failure", "server_message"]
+__all__ = ["answer_failure", "failure"]
 
 _CONTEXT_WORDS = re.compile(
     r"prompt is too long|exceeds? (the )?context (limit|window)|context[ _-]?(length|window)|"
     r"maximum context|ContextWindowExceeded|too many tokens",
     re.IGNORECASE,
 )
-_MESSAGE_LIMIT = 500
 _PROVIDER = "anthropic"
 
 
-def _error_object(body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    error = data.get("error")
-    if isinstance(error, dict):
-        return error
-    return data
-
-
-def server_message(body: bytes, secrets: Sequence[str] = ()) -> str:
-    """The server's own words about an error: ``error.message`` (or a
-    ``message`` or ``detail``); else the start of the body. ``secrets`` are
-    masked before the words are cut short, so no part of one shows."""
-    error = _error_object(body)
-    for key in ("message", "detail", "error"):
-        value = error.get(key)
-        if isinstance(value, str) and value:
-            return seamkit.redact(value, secrets)[:_MESSAGE_LIMIT]
-    text = seamkit.redact(body.decode("utf-8", "replace"), secrets).strip()
-    return text[:_MESSAGE_LIMIT] or "(no message)"
-
-
 def _error_type(body: bytes) -> str:
-    value = _error_object(body).get("type")
+    value = error_object(body).get("type")
     return value if isinstance(value, str) else ""
 
 

@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import contextmanager
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
 import seamkit
-from seamkit.plugins import retry_status, retry_wait
 from seamkit.stream import ToolArgumentsDelta
+from seamkit_http import Endpoint, key_origin, shown
 
 from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
-from ._config import AnthropicConfig, key_origin
+from ._config import AnthropicConfig
 from ._failures import answer_failure, failure
 from ._wire import request_body
 
@@ -39,9 +38,6 @@ official client's estimate: an hour per 128,000 tokens), which networks drop;
 _DRAIN_SECONDS = 1.0
 """How long the end of a body after ``message_stop`` may take before the
 connection is dropped instead of reused."""
-
-_ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
-"""What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 _PROVIDER = "anthropic"
 
@@ -89,11 +85,17 @@ class AnthropicModel:
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = messages_url(base_url)
         self.where = f"anthropic provider at {base_url}"
-        self._tls = not base_url.startswith("http://")
         self._secrets = seamkit.plugins.secret_texts(self.config)
-        self._headers = self._make_headers()
-        self._client: httpx.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._endpoint = Endpoint(
+            self.url,
+            headers=self._make_headers(),
+            settings=self.config,
+            where=self.where,
+            provider=_PROVIDER,
+            secrets=self._secrets,
+            log=log,
+            failure=self._failure,
+        )
 
     def _make_headers(self) -> dict[str, str]:
         config = self.config
@@ -113,136 +115,27 @@ class AnthropicModel:
     def __repr__(self) -> str:
         return f"AnthropicModel({self.config.name!r}, base_url={self.config.base_url!r})"
 
-    def _http(self) -> httpx.AsyncClient:
-        import httpx  # lazy: the plugin imports without httpx until a model asks
-
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            config = self.config
-            self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(
-                    config.timeout_seconds,
-                    connect=config.connect_timeout_seconds,
-                    pool=config.timeout_seconds,
-                ),
-                limits=httpx.Limits(
-                    max_connections=config.max_connections,
-                    max_keepalive_connections=min(100, config.max_connections),
-                ),
-                # A plain-HTTP server (a local LiteLLM proxy) needs no TLS: no
-                # certificate store to load.
-                verify=self._tls,
-                # Never a redirect: httpx would send x-api-key (it strips only
-                # Authorization) and the prompt on to wherever it points.
-                follow_redirects=False,
-            )
-            self._loop = loop
-        return self._client
+    def _failure(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError:
+        """The error for a final failed answer."""
+        return failure(
+            status,
+            body,
+            where=self.where,
+            model=self.config.name,
+            key=key_origin(self.config.api_key),
+            attempts=attempts,
+            secrets=self._secrets,
+        )
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self) -> AnthropicModel:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    @asynccontextmanager
-    async def _answer(self, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
-        """The server's 2xx answer to ``body``, its body not yet read; retried
-        as the policy says, else a `seamkit.ModelError`."""
-        import httpx  # lazy: loaded with the client
-
-        client = self._http()
-        content = json.dumps(body, default=_ON_THE_WIRE).encode()
-        retries = self.config.max_retries
-        attempt = 0
-        while True:
-            attempt += 1
-            request = client.build_request("POST", self.url, content=content)
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if attempt <= retries:
-                    await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")
-                    continue
-                raise self._unreachable(exc, attempt) from None
-            if response.is_redirect:
-                await response.aclose()
-                raise self._redirected(response)
-            if response.is_success:
-                try:
-                    yield response
-                finally:
-                    await response.aclose()
-                return
-            try:
-                raw = await response.aread()
-            except httpx.TransportError:
-                raw = b""
-            finally:
-                await response.aclose()
-            if attempt <= retries and retry_status(response.status_code, response.headers):
-                await self._pause(attempt, response, f"HTTP {response.status_code}")
-                continue
-            raise failure(
-                response.status_code,
-                raw,
-                where=self.where,
-                model=self.config.name,
-                key=key_origin(self.config.api_key),
-                attempts=attempt,
-                secrets=self._secrets,
-            )
-
-    async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
-        wait = retry_wait(attempt - 1, response.headers if response is not None else {})
-        log.warning(
-            "%s: %s; retry %d of %d in %.2fs",
-            self.where,
-            seamkit.redact(why, self._secrets),
-            attempt,
-            self.config.max_retries,
-            wait,
-        )
-        await asyncio.sleep(wait)
-
-    def _redirected(self, response: httpx.Response) -> seamkit.ModelError:
-        """The error for a redirect, which is never followed: the key and the
-        prompt stay with the server the config names."""
-        location = response.headers.get("location", "")
-        target = location.split("?", 1)[0].split("#", 1)[0] or "(no location)"
-        return seamkit.ModelError(
-            seamkit.redact(
-                f"{self.where} answered {response.status_code}, a redirect to {target[:200]}; "
-                "the anthropic provider does not follow redirects (the API key and the "
-                "prompt would go on to it)",
-                self._secrets,
-            ),
-            provider=_PROVIDER,
-            hint="set base_url to the server that answers, if you trust it",
-        )
-
-    def _unreachable(self, exc: Exception, attempts: int) -> seamkit.ModelError:
-        import httpx  # lazy: loaded with the client
-
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if isinstance(exc, httpx.ConnectTimeout):
-            said = f"no connection within {self.config.connect_timeout_seconds:g}s"
-        elif isinstance(exc, httpx.TimeoutException):
-            said = f"no answer within {self.config.timeout_seconds:g}s"
-        else:
-            said = f"{type(exc).__name__}: {exc}"
-        return seamkit.ModelError(
-            seamkit.redact(f"cannot reach {self.where}{tries}: {said}", self._secrets),
-            provider=_PROVIDER,
-            hint="check base_url and that the server is running",
-        )
 
     async def complete(self, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
         """The whole answer to ``request``, as one turn. With a token limit
@@ -257,7 +150,7 @@ class AnthropicModel:
         import httpx  # lazy: loaded with the client
 
         body = request_body(request, self.config, stream=False)
-        async with self._answer(body) as response:
+        async with self._endpoint.post(body) as response:
             if _is_stream(response):  # a server that streams unasked
                 assembler = TurnAssembler()
                 async for _ in self._events(response, assembler):
@@ -301,7 +194,7 @@ class AnthropicModel:
             data = None
         if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {self._shown(raw)}",
+                f"{self.where} sent {what} that is not a JSON object: {shown(raw, self._secrets)}",
                 provider=_PROVIDER,
             )
         if data.get("type") == "error" or isinstance(data.get("error"), dict):
@@ -317,7 +210,7 @@ class AnthropicModel:
         (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then the turn.
         Thinking is kept in the turn, never yielded."""
         body = request_body(request, self.config, stream=True)
-        async with self._answer(body) as response:
+        async with self._endpoint.post(body) as response:
             if not _is_stream(response):
                 raw = await response.aread()  # a server that ignored stream: true
                 turn = self._finished(self._whole(raw), request)
@@ -375,12 +268,6 @@ class AnthropicModel:
                 async for _ in events:
                     pass
 
-    def _shown(self, raw: str | bytes) -> str:
-        """The start of a body that is not what was expected, for an error,
-        its secrets masked before it is cut short."""
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
-        return repr(seamkit.redact(text, self._secrets)[:200])
-
     def _object_event(self, raw: str) -> dict[str, Any]:
         try:
             data = json.loads(raw)
@@ -388,7 +275,8 @@ class AnthropicModel:
             data = None
         if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not a JSON object: {self._shown(raw)}",
+                f"{self.where} sent a stream event that is not a JSON object: "
+                f"{shown(raw, self._secrets)}",
                 provider=_PROVIDER,
             )
         return data

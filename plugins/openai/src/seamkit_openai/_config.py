@@ -4,14 +4,13 @@ the key and the base URL come from when it does not say."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
 import seamkit
 from pydantic import Field, field_validator
 
-__all__ = ["DEFAULT_BASE_URL", "RESERVED_BODY_KEYS", "OpenAIConfig", "key_origin"]
+__all__ = ["DEFAULT_BASE_URL", "RESERVED_BODY_KEYS", "OpenAIConfig"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 """Where requests go when neither ``base_url`` nor ``OPENAI_BASE_URL`` says."""
@@ -114,19 +113,3 @@ class OpenAIConfig(seamkit.ModelConfig):
         if self.project is None and env.get("OPENAI_PROJECT_ID"):
             updates["project"] = env["OPENAI_PROJECT_ID"]
         return self.model_copy(update=updates) if updates else self
-
-
-def key_origin(key: seamkit.Secret[str] | None) -> str | None:
-    """Where the API key came from, for an error message: the variables it was
-    read from (``OPENAI_API_KEY``, ``MY_KEY`` for ``${secret:MY_KEY}``),
-    never the value; ``None`` when there is no key."""
-    if key is None:
-        return None
-    source = key.source
-    if source is None:
-        return "the api_key in the model's config"
-    variables = _VARIABLE.findall(source) or [source]
-    return f"the API key from {', '.join(variables)}"
-
-
-_VARIABLE = re.compile(r"\$\{(?:secret|env):([A-Za-z_][A-Za-z0-9_]*)")

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import seamkit
 from seamkit.plugins import retry_status
+from seamkit_http import error_object, server_message
 
-__all__ = ["answer_failure", "failure", "server_message", "should_retry"]
+__all__ = ["answer_failure", "failure", "should_retry"]
 
 _CONTEXT_CODES = frozenset(
     {"context_length_exceeded", "exceed_context_size_error", "string_above_max_length"}
@@ -29,36 +29,10 @@ _CONTEXT_WORDS = re.compile(
     r"prompt is too long|too many tokens|exceeds? the (model'?s? )?(maximum )?context",
     re.IGNORECASE,
 )
-_MESSAGE_LIMIT = 500
-
-
-def _error_object(body: bytes) -> dict[str, Any]:
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    error = data.get("error")
-    if isinstance(error, dict):
-        return error
-    return data  # vLLM's older flat {"object": "error", "message": ..., "code": 400}
-
-
-def server_message(body: bytes) -> str:
-    """The server's own words about an error: ``error.message``, ``message``
-    or ``detail``; else the start of the body."""
-    error = _error_object(body)
-    for key in ("message", "detail", "error"):
-        value = error.get(key)
-        if isinstance(value, str) and value:
-            return value[:_MESSAGE_LIMIT]
-    text = body.decode("utf-8", "replace").strip()
-    return text[:_MESSAGE_LIMIT] or "(no message)"
 
 
 def _code(body: bytes) -> str:
-    error = _error_object(body)
+    error = error_object(body)
     return " ".join(str(error.get(k) or "") for k in ("code", "type"))
 
 
@@ -80,7 +54,7 @@ def answer_failure(
     """The error for an ``{"error": ...}`` in a 200 answer: a stream event
     (vLLM, OpenRouter send one) or a whole body."""
     body = json.dumps({"error": error}).encode()
-    said = seamkit.redact(server_message(body), secrets)
+    said = server_message(body, secrets)
     if _context_exceeded(body, said):
         return _too_long(where, model, said)
     return seamkit.ModelError(f"{where} reported an error in its answer: {said}", provider="openai")
@@ -108,7 +82,7 @@ def failure(
     """The error for a final answer of ``status``: ``where`` names the provider
     and base URL, ``key`` where the API key came from (never the key), or
     ``None`` when no key was set."""
-    said = seamkit.redact(server_message(body), secrets)
+    said = server_message(body, secrets)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
         if key is None:

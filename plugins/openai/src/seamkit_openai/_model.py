@@ -6,22 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any
 
 import httpx
 import seamkit
 from httpx_sse import EventSource
-from seamkit.plugins import retry_wait
 from seamkit.stream import ToolArgumentsDelta
+from seamkit_http import Endpoint, key_origin, shown
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
-from ._config import OpenAIConfig, key_origin
+from ._config import OpenAIConfig
 from ._failures import answer_failure, failure, should_retry
 from ._wire import request_body
 
@@ -36,9 +34,6 @@ is dropped instead of reused."""
 
 _ALL_MODES = frozenset({"native", "tool", "prompted"})
 """The structured-output modes the provider serves."""
-
-_ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
-"""What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 
 class OpenAIModel:
@@ -60,11 +55,18 @@ class OpenAIModel:
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = f"{base_url}/chat/completions"
         self.where = f"openai provider at {base_url}"
-        self._tls = not base_url.startswith("http://")
         self._secrets = seamkit.plugins.secret_texts(self.config)
-        self._headers = self._make_headers()
-        self._client: httpx.AsyncClient | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._endpoint = Endpoint(
+            self.url,
+            headers=self._make_headers(),
+            settings=self.config,
+            where=self.where,
+            provider="openai",
+            secrets=self._secrets,
+            log=log,
+            failure=self._failure,
+            should_retry=should_retry,
+        )
         self.output_modes: frozenset[str] = (
             _ALL_MODES if self.config.native_output else _ALL_MODES - {"native"}
         )
@@ -87,38 +89,24 @@ class OpenAIModel:
             headers[name.lower()] = plain
         return headers
 
+    def _failure(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError:
+        """The error for a final failed answer."""
+        return failure(
+            status,
+            body,
+            where=self.where,
+            model=self.config.name,
+            key=key_origin(self.config.api_key),
+            attempts=attempts,
+            secrets=self._secrets,
+        )
+
     def __repr__(self) -> str:
         return f"OpenAIModel({self.config.name!r}, base_url={self.config.base_url!r})"
 
-    def _http(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            config = self.config
-            self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(
-                    config.timeout_seconds,
-                    connect=config.connect_timeout_seconds,
-                    pool=config.timeout_seconds,
-                ),
-                limits=httpx.Limits(
-                    max_connections=config.max_connections,
-                    max_keepalive_connections=min(100, config.max_connections),
-                ),
-                # A plain-HTTP server (a local Ollama or vLLM) needs no TLS: no
-                # certificate store to load (about 0.1 s), and no redirect to
-                # follow to a host whose certificate would go unchecked.
-                verify=self._tls,
-                follow_redirects=self._tls,
-            )
-            self._loop = loop
-        return self._client
-
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        await self._endpoint.aclose()
 
     async def __aenter__(self) -> OpenAIModel:
         return self
@@ -126,79 +114,10 @@ class OpenAIModel:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    @asynccontextmanager
-    async def _answer(self, body: dict[str, object]) -> AsyncIterator[httpx.Response]:
-        """The server's 2xx answer to ``body``, its body not yet read; retried
-        as the policy says, else a `seamkit.ModelError`."""
-        client = self._http()
-        content = json.dumps(body, default=_ON_THE_WIRE).encode()
-        retries = self.config.max_retries
-        attempt = 0
-        while True:
-            attempt += 1
-            request = client.build_request("POST", self.url, content=content)
-            try:
-                response = await client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                if attempt <= retries:
-                    await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")
-                    continue
-                raise self._unreachable(exc, attempt) from None
-            if response.is_success:
-                try:
-                    yield response
-                finally:
-                    await response.aclose()
-                return
-            try:
-                raw = await response.aread()
-            except httpx.TransportError:
-                raw = b""
-            finally:
-                await response.aclose()
-            if attempt <= retries and should_retry(response.status_code, response.headers, raw):
-                await self._pause(attempt, response, f"HTTP {response.status_code}")
-                continue
-            raise failure(
-                response.status_code,
-                raw,
-                where=self.where,
-                model=self.config.name,
-                key=key_origin(self.config.api_key),
-                attempts=attempt,
-                secrets=self._secrets,
-            )
-
-    async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
-        wait = retry_wait(attempt - 1, response.headers if response is not None else {})
-        log.warning(
-            "%s: %s; retry %d of %d in %.2fs",
-            self.where,
-            seamkit.redact(why, self._secrets),
-            attempt,
-            self.config.max_retries,
-            wait,
-        )
-        await asyncio.sleep(wait)
-
-    def _unreachable(self, exc: httpx.TransportError, attempts: int) -> seamkit.ModelError:
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        if isinstance(exc, httpx.ConnectTimeout):
-            said = f"no connection within {self.config.connect_timeout_seconds:g}s"
-        elif isinstance(exc, httpx.TimeoutException):
-            said = f"no answer within {self.config.timeout_seconds:g}s"
-        else:
-            said = f"{type(exc).__name__}: {exc}"
-        return seamkit.ModelError(
-            seamkit.redact(f"cannot reach {self.where}{tries}: {said}", self._secrets),
-            provider="openai",
-            hint="check base_url and that the server is running",
-        )
-
     async def complete(self, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
         """The whole answer to ``request``, as one turn."""
         body = request_body(request, self.config, stream=False)
-        async with self._answer(body) as response:
+        async with self._endpoint.post(body) as response:
             try:
                 raw = await response.aread()
             except httpx.TransportError as exc:
@@ -218,7 +137,7 @@ class OpenAIModel:
             data = None
         if not isinstance(data, dict):
             raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {raw[:200]!r}",
+                f"{self.where} sent {what} that is not a JSON object: {shown(raw, self._secrets)}",
                 provider="openai",
             )
         if data.get("error"):
@@ -234,7 +153,7 @@ class OpenAIModel:
         fragments (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then
         the turn."""
         body = request_body(request, self.config, stream=True)
-        async with self._answer(body) as response:
+        async with self._endpoint.post(body) as response:
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
                 raw = await response.aread()  # a server that ignored stream: true
                 turn = self._whole(raw, request)

@@ -1,0 +1,47 @@
+"""seamkit-http: what seamkit's HTTP model providers share, written once.
+
+A library, not a plugin: `Endpoint` (a pooled httpx client per event loop
+and a POST retried as the official clients retry, never following a
+redirect), and the wording of errors about a server's answer and an API key
+(`server_message`, `error_object`, `shown`, `key_origin`), with secrets
+masked before anything is cut short.
+
+Importing this module costs next to nothing; httpx loads when an
+`Endpoint` first posts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from seamkit.plugins import lazy_module
+
+if TYPE_CHECKING:
+    from ._endpoint import (
+        ConnectionSettings as ConnectionSettings,
+        Endpoint as Endpoint,
+        Failure as Failure,
+        RetryRule as RetryRule,
+    )
+    from ._messages import (
+        MESSAGE_LIMIT as MESSAGE_LIMIT,
+        error_object as error_object,
+        key_origin as key_origin,
+        server_message as server_message,
+        shown as shown,
+    )
+
+__getattr__, __dir__, __all__ = lazy_module(
+    __name__,
+    {
+        "ConnectionSettings": "._endpoint",
+        "Endpoint": "._endpoint",  # httpx loads only when it first posts
+        "Failure": "._endpoint",
+        "MESSAGE_LIMIT": "._messages",
+        "RetryRule": "._endpoint",
+        "error_object": "._messages",
+        "key_origin": "._messages",
+        "server_message": "._messages",
+        "shown": "._messages",
+    },
+)

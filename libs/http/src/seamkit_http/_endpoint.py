@@ -1,0 +1,231 @@
+"""`Endpoint`: one URL a model provider POSTs JSON to, on one pooled httpx
+client per event loop, retried as the official clients retry, never
+following a redirect, and failing with a `seamkit.ModelError` that shows no
+secret."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+import seamkit
+from seamkit.plugins import retry_status, retry_wait
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["ConnectionSettings", "Endpoint", "Failure", "RetryRule"]
+
+_ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
+"""What ``json`` cannot write: a `Secret` goes on the wire as its value."""
+
+
+class ConnectionSettings(Protocol):
+    """What a provider's config says about its connections (both providers'
+    config models have these fields)."""
+
+    @property
+    def timeout_seconds(self) -> float:
+        """Longest wait for the server's next bytes."""
+        ...
+
+    @property
+    def connect_timeout_seconds(self) -> float:
+        """Longest wait to open a connection."""
+        ...
+
+    @property
+    def max_connections(self) -> int:
+        """Connections open at once, at most."""
+        ...
+
+    @property
+    def max_retries(self) -> int:
+        """Retries before any of an answer arrived."""
+        ...
+
+
+class Failure(Protocol):
+    """The provider's error for a final failed answer: its ``status``, its
+    ``body`` (empty when it could not be read) and how many ``attempts``
+    were made."""
+
+    def __call__(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError: ...
+
+
+RetryRule = Callable[[int, Mapping[str, str], bytes], bool]
+"""Whether a failed answer (status, headers, body) is worth asking again."""
+
+
+def _by_status(status: int, headers: Mapping[str, str], body: bytes) -> bool:
+    """The official clients' rule, `seamkit.plugins.retry_status`."""
+    return retry_status(status, headers)
+
+
+class Endpoint:
+    """Where a provider's requests go: ``url``, with ``headers`` on every
+    request and ``settings`` for time-outs, connections and retries.
+
+    ``where`` names the provider and its base URL in errors and logs
+    (``"openai provider at https://..."``), ``provider`` is the provider's
+    name for `seamkit.ModelError`, ``secrets`` are masked in every error and
+    log line, ``log`` is the provider's logger (a warning per retry),
+    ``failure`` makes the error for a final failed answer, ``should_retry``
+    judges a failed answer (default: `seamkit.plugins.retry_status`), and
+    ``hint`` is the error's hint when the server cannot be reached.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        settings: ConnectionSettings,
+        where: str,
+        provider: str,
+        secrets: Sequence[str],
+        log: logging.Logger,
+        failure: Failure,
+        should_retry: RetryRule = _by_status,
+        hint: str = "check base_url and that the server is running",
+    ) -> None:
+        self.url = url
+        self.where = where
+        self._headers = dict(headers)
+        self._settings = settings
+        self._provider = provider
+        self._secrets = tuple(secrets)
+        self._log = log
+        self._failure = failure
+        self._should_retry = should_retry
+        self._hint = hint
+        self._tls = not url.startswith("http://")
+        self._client: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def client(self) -> httpx.AsyncClient:
+        """The pooled client of the running event loop (a new one when the
+        loop changed: a client's connections belong to one loop)."""
+        import httpx  # lazy: httpx loads when a provider first asks
+
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            settings = self._settings
+            self._client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(
+                    settings.timeout_seconds,
+                    connect=settings.connect_timeout_seconds,
+                    pool=settings.timeout_seconds,
+                ),
+                limits=httpx.Limits(
+                    max_connections=settings.max_connections,
+                    max_keepalive_connections=min(100, settings.max_connections),
+                ),
+                # A plain-HTTP server (a local Ollama, vLLM or LiteLLM proxy)
+                # needs no TLS: no certificate store to load (about 0.1 s).
+                verify=self._tls,
+                # Never a redirect: httpx strips only Authorization, so the
+                # x-api-key, a secret in the config's headers and the prompt
+                # would go on to wherever it points.
+                follow_redirects=False,
+            )
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    @asynccontextmanager
+    async def post(self, body: Mapping[str, object]) -> AsyncIterator[httpx.Response]:
+        """The server's 2xx answer to ``body`` (a `Secret` in it goes on the
+        wire as its value), its body not yet read, closed when the block
+        ends; retried as the rule says, else a `seamkit.ModelError`."""
+        import httpx  # lazy: loaded with the client
+
+        client = self.client()
+        content = json.dumps(body, default=_ON_THE_WIRE).encode()
+        retries = self._settings.max_retries
+        attempt = 0
+        while True:
+            attempt += 1
+            request = client.build_request("POST", self.url, content=content)
+            try:
+                response = await client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                if attempt <= retries:
+                    await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")
+                    continue
+                raise self._unreachable(exc, attempt) from None
+            if response.is_redirect:
+                await response.aclose()
+                raise self._redirected(response)
+            if response.is_success:
+                try:
+                    yield response
+                finally:
+                    await response.aclose()
+                return
+            try:
+                raw = await response.aread()
+            except httpx.TransportError:
+                raw = b""
+            finally:
+                await response.aclose()
+            status = response.status_code
+            if attempt <= retries and self._should_retry(status, response.headers, raw):
+                await self._pause(attempt, response, f"HTTP {status}")
+                continue
+            raise self._failure(status, raw, attempt)
+
+    async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
+        wait = retry_wait(attempt - 1, response.headers if response is not None else {})
+        self._log.warning(
+            "%s: %s; retry %d of %d in %.2fs",
+            self.where,
+            seamkit.redact(why, self._secrets),
+            attempt,
+            self._settings.max_retries,
+            wait,
+        )
+        await asyncio.sleep(wait)
+
+    def _redirected(self, response: httpx.Response) -> seamkit.ModelError:
+        """The error for a redirect, which is never followed: the key and the
+        prompt stay with the server the config names."""
+        location = response.headers.get("location", "")
+        target = location.split("?", 1)[0].split("#", 1)[0] or "(no location)"
+        return seamkit.ModelError(
+            seamkit.redact(
+                f"{self.where} answered {response.status_code}, a redirect to {target[:200]}; "
+                f"the {self._provider} provider does not follow redirects (the API key and "
+                "the prompt would go on to it)",
+                self._secrets,
+            ),
+            provider=self._provider,
+            hint="set base_url to the server that answers, if you trust it",
+        )
+
+    def _unreachable(self, exc: Exception, attempts: int) -> seamkit.ModelError:
+        import httpx  # lazy: loaded with the client
+
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        if isinstance(exc, httpx.ConnectTimeout):
+            said = f"no connection within {self._settings.connect_timeout_seconds:g}s"
+        elif isinstance(exc, httpx.TimeoutException):
+            said = f"no answer within {self._settings.timeout_seconds:g}s"
+        else:
+            said = f"{type(exc).__name__}: {exc}"
+        return seamkit.ModelError(
+            seamkit.redact(f"cannot reach {self.where}{tries}: {said}", self._secrets),
+            provider=self._provider,
+            hint=self._hint,
+        )

@@ -1,0 +1,68 @@
+"""What a provider's errors say about a server's answer and an API key:
+the server's own words, with secrets masked before they are cut short, and
+where a key came from, never the key."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+import seamkit
+
+__all__ = ["MESSAGE_LIMIT", "error_object", "key_origin", "server_message", "shown"]
+
+MESSAGE_LIMIT = 500
+"""The most characters of a server's message an error quotes."""
+
+_VARIABLE = re.compile(r"\$\{(?:secret|env):([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def error_object(body: bytes) -> Mapping[str, object]:
+    """The error object of an error body: its ``error`` mapping (OpenAI's and
+    Anthropic's shape), else the body's own mapping (vLLM's older flat
+    ``{"object": "error", "message": ...}``), else an empty one."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    error = data.get("error")
+    if isinstance(error, dict):
+        return error
+    return data
+
+
+def server_message(body: bytes, secrets: Sequence[str] = ()) -> str:
+    """The server's own words about an error: ``error.message`` (or a
+    ``message``, ``detail`` or ``error`` text); else the start of the body.
+    ``secrets`` are masked before the words are cut short, so no part of one
+    shows."""
+    error = error_object(body)
+    for key in ("message", "detail", "error"):
+        value = error.get(key)
+        if isinstance(value, str) and value:
+            return seamkit.redact(value, secrets)[:MESSAGE_LIMIT]
+    text = seamkit.redact(body.decode("utf-8", "replace"), secrets).strip()
+    return text[:MESSAGE_LIMIT] or "(no message)"
+
+
+def shown(raw: str | bytes, secrets: Sequence[str] = (), limit: int = 200) -> str:
+    """The start of a body that is not what was expected, quoted for an
+    error, its ``secrets`` masked before it is cut to ``limit`` characters."""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return repr(seamkit.redact(text, secrets)[:limit])
+
+
+def key_origin(key: seamkit.Secret[str] | None) -> str | None:
+    """Where the API key came from, for an error message: the variables it was
+    read from (``OPENAI_API_KEY``, ``MY_KEY`` for ``${secret:MY_KEY}``),
+    never the value; ``None`` when there is no key."""
+    if key is None:
+        return None
+    source = key.source
+    if source is None:
+        return "the api_key in the model's config"
+    variables = _VARIABLE.findall(source) or [source]
+    return f"the API key from {', '.join(variables)}"

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 import seamkit
 import seamkit_openai
+import trustme
 from seamkit import flow
 from seamkit.plugins import get_registry
 from seamkit.stream import RunFinished, TextDelta, ToolArgumentsDelta, ToolCallEmitted
@@ -875,6 +876,71 @@ def test_a_model_closes_its_connections_with_the_agent() -> None:
         during, after = asyncio.run(go())
     assert during >= 1  # kept alive in the pool while the agent is open
     assert after == 0
+
+
+# --- redirects ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A CA's certificate, and a certificate for 127.0.0.1 with its key."""
+    where = tmp_path_factory.mktemp("pki")
+    ca = trustme.CA()
+    cert = ca.issue_cert("127.0.0.1")
+    paths = (where / "ca.pem", where / "cert.pem", where / "key.pem")
+    ca.cert_pem.write_to_path(str(paths[0]))
+    cert.cert_chain_pems[0].write_to_path(str(paths[1]))
+    cert.private_key_pem.write_to_path(str(paths[2]))
+    return paths
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])
+def test_a_redirect_over_https_is_not_followed_so_headers_and_prompt_stay_home(
+    server: ReplayServer,
+    tls: tuple[Path, Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    streaming: bool,
+) -> None:
+    # httpx drops only Authorization on a redirect to another origin: a Secret
+    # in the config's headers, and the prompt on a 307, would go on with it.
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls[0]))  # httpx trusts the test CA
+    elsewhere = f"{server.base_url}/chat/completions"
+    server.script("r-moved", Reply.json(TEXT))
+    token = seamkit.Secret("header-canary-5e8d21", source="${secret:GATEWAY_TOKEN}")
+    with ReplayServer(tls=(tls[1], tls[2])) as home:
+        home.script(
+            "r-moved", Reply([b""], 307, {"location": f"{elsewhere}?key={CANARY}#{CANARY}"})
+        )
+        model = model_for(home, "r-moved", headers={"X-Gateway-Token": token}, max_retries=2)
+        assert isinstance(model, seamkit_openai.OpenAIModel)
+        assert model.url.startswith("https://")
+        request = ask(messages=(seamkit.Message.user("the secret plan"),))
+        with (
+            caplog.at_level(logging.DEBUG),
+            pytest.raises(seamkit.ModelError, match="does not follow redirects") as caught,
+        ):
+            if streaming:
+                asyncio.run(streamed(model, request))
+            else:
+                asyncio.run(model.complete(request))
+        assert len(home.seen("r-moved")) == 1  # refused at once, never retried
+    assert server.seen("r-moved") == []  # neither the headers nor the prompt went on
+    error = caught.value
+    assert error.provider == "openai"
+    assert f"answered 307, a redirect to {elsewhere};" in str(error)
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("seamkit")]
+    for text in (str(error), error.hint or "", repr(error), *logged):
+        assert CANARY not in text
+        assert "header-canary" not in text
+
+
+def test_a_redirect_over_plain_http_is_refused_too(server: ReplayServer) -> None:
+    server.script("r-plain", Reply([b""], 301, {"location": "http://127.0.0.1:9/v1"}))
+    with pytest.raises(seamkit.ModelError, match="does not follow redirects") as caught:
+        asyncio.run(model_for(server, "r-plain").complete(ask()))
+    assert "a redirect to http://127.0.0.1:9/v1;" in str(caught.value)
+    assert caught.value.hint == "set base_url to the server that answers, if you trust it"
 
 
 # --- the manifest and the CLI ---------------------------------------------------------

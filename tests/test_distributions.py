@@ -75,6 +75,7 @@ def fresh_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         str(ROOT / "plugins" / "refresh-ttl"),
         str(ROOT / "contrib" / "refresh-daily"),
         str(ROOT / "plugins" / "tool-call"),
+        str(ROOT / "libs" / "http"),  # the providers' shared HTTP plumbing, not on PyPI
         str(ROOT / "plugins" / "openai"),
         str(ROOT / "plugins" / "anthropic"),
         str(ROOT / "plugins" / "serve"),

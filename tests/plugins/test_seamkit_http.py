@@ -1,0 +1,51 @@
+"""seamkit-http, the library both model providers share: it imports for
+free, quotes a server's words without any part of a secret, and says where a
+key came from without the key. (Its retries, pooling and redirect refusal are
+tested through the providers, in test_openai_provider.py and
+test_anthropic_*.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import seamkit
+from seamkit_http import key_origin, server_message, shown
+
+SECRET = "sk-live-0123456789abcdef"
+
+
+def test_importing_the_library_loads_neither_httpx_nor_pydantic() -> None:
+    code = "import sys, seamkit_http; print('httpx' in sys.modules, 'pydantic' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_secret_across_the_cut_shows_not_even_in_part() -> None:
+    message = "x" * 490 + SECRET  # the cut at 500 would leave its first ten characters
+    for body in (
+        json.dumps({"error": {"message": message}}).encode(),  # OpenAI's and Anthropic's shape
+        json.dumps({"object": "error", "message": message}).encode(),  # vLLM's flat one
+        message.encode(),  # not JSON at all
+    ):
+        said = server_message(body, [SECRET])
+        assert "sk-live" not in said
+        assert said.startswith("x" * 490)
+    assert "sk-live" not in shown(("y" * 195 + SECRET).encode(), [SECRET])
+
+
+def test_the_servers_words_come_from_message_detail_or_the_body() -> None:
+    assert server_message(b'{"error": {"message": "bad model"}}') == "bad model"
+    assert server_message(b'{"detail": "Not Found"}') == "Not Found"
+    assert server_message(b"  <html>oops</html> ") == "<html>oops</html>"
+    assert server_message(b"") == "(no message)"
+
+
+def test_the_key_origin_names_variables_never_the_key() -> None:
+    assert key_origin(None) is None
+    assert key_origin(seamkit.Secret(SECRET)) == "the api_key in the model's config"
+    from_env = seamkit.Secret(SECRET, source="OPENAI_API_KEY")
+    assert key_origin(from_env) == "the API key from OPENAI_API_KEY"
+    spelled = seamkit.Secret(SECRET, source="${secret:MY_KEY}")
+    assert key_origin(spelled) == "the API key from MY_KEY"

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 import seamkit
-import trustme
 from seamkit_anthropic import AnthropicConfig, AnthropicModel, build_model
 from seamkit_anthropic._wire import request_body
 
@@ -265,19 +264,6 @@ def test_an_echoed_key_shows_nowhere_not_even_in_part(
 
 
 # --- redirects ----------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A CA's certificate, and a certificate for 127.0.0.1 with its key."""
-    where = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    paths = (where / "ca.pem", where / "cert.pem", where / "key.pem")
-    ca.cert_pem.write_to_path(str(paths[0]))
-    cert.cert_chain_pems[0].write_to_path(str(paths[1]))
-    cert.private_key_pem.write_to_path(str(paths[2]))
-    return paths
 
 
 def test_a_redirect_over_https_is_not_followed_so_the_key_stays_home(

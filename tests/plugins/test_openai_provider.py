@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 import seamkit
 import seamkit_openai
-import trustme
 from seamkit import flow
 from seamkit.plugins import get_registry
 from seamkit.stream import RunFinished, TextDelta, ToolArgumentsDelta, ToolCallEmitted
@@ -879,19 +878,6 @@ def test_a_model_closes_its_connections_with_the_agent() -> None:
 
 
 # --- redirects ------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """A CA's certificate, and a certificate for 127.0.0.1 with its key."""
-    where = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    cert = ca.issue_cert("127.0.0.1")
-    paths = (where / "ca.pem", where / "cert.pem", where / "key.pem")
-    ca.cert_pem.write_to_path(str(paths[0]))
-    cert.cert_chain_pems[0].write_to_path(str(paths[1]))
-    cert.private_key_pem.write_to_path(str(paths[2]))
-    return paths
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["complete", "stream"])

@@ -53,9 +53,9 @@ class ConnectionSettings(Protocol):
 class Failure(Protocol):
     """The provider's error for a final failed answer: its ``status``, its
     ``body`` (empty when it could not be read) and how many ``attempts``
-    were made."""
+    were made (its ``failure`` function with the rest bound, say)."""
 
-    def __call__(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError: ...
+    def __call__(self, status: int, body: bytes, *, attempts: int) -> seamkit.ModelError: ...
 
 
 RetryRule = Callable[[int, Mapping[str, str], bytes], bool]
@@ -184,7 +184,7 @@ class Endpoint:
             if attempt <= retries and self._should_retry(status, response.headers, raw):
                 await self._pause(attempt, response, f"HTTP {status}")
                 continue
-            raise self._failure(status, raw, attempt)
+            raise self._failure(status, raw, attempts=attempt)
 
     async def _pause(self, attempt: int, response: httpx.Response | None, why: str) -> None:
         wait = retry_wait(attempt - 1, response.headers if response is not None else {})

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
@@ -94,7 +95,13 @@ class AnthropicModel:
             provider=_PROVIDER,
             secrets=self._secrets,
             log=log,
-            failure=self._failure,
+            failure=functools.partial(
+                failure,
+                where=self.where,
+                model=self.config.name,
+                key=key_origin(self.config.api_key),
+                secrets=self._secrets,
+            ),
         )
 
     def _make_headers(self) -> dict[str, str]:
@@ -114,18 +121,6 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.config.name!r}, base_url={self.config.base_url!r})"
-
-    def _failure(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError:
-        """The error for a final failed answer."""
-        return failure(
-            status,
-            body,
-            where=self.where,
-            model=self.config.name,
-            key=key_origin(self.config.api_key),
-            attempts=attempts,
-            secrets=self._secrets,
-        )
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -64,7 +65,13 @@ class OpenAIModel:
             provider="openai",
             secrets=self._secrets,
             log=log,
-            failure=self._failure,
+            failure=functools.partial(
+                failure,
+                where=self.where,
+                model=self.config.name,
+                key=key_origin(self.config.api_key),
+                secrets=self._secrets,
+            ),
             should_retry=should_retry,
         )
         self.output_modes: frozenset[str] = (
@@ -88,18 +95,6 @@ class OpenAIModel:
             plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
             headers[name.lower()] = plain
         return headers
-
-    def _failure(self, status: int, body: bytes, attempts: int) -> seamkit.ModelError:
-        """The error for a final failed answer."""
-        return failure(
-            status,
-            body,
-            where=self.where,
-            model=self.config.name,
-            key=key_origin(self.config.api_key),
-            attempts=attempts,
-            secrets=self._secrets,
-        )
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.config.name!r}, base_url={self.config.base_url!r})"

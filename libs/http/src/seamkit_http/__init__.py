@@ -3,7 +3,8 @@
 A library, not a plugin: `Endpoint` (a pooled httpx client per event loop
 and a POST retried as the official clients retry, never following a
 redirect), and the wording of errors about a server's answer and an API key
-(`server_message`, `error_object`, `shown`, `key_origin`), with secrets
+(`server_message`, `error_object`, `shown`, `key_origin`, `key_refused`,
+`cut_off`), with secrets
 masked before anything is cut short.
 
 Importing this module costs next to nothing; httpx loads when an
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from ._cut_off import cut_off as cut_off, stream_progress as stream_progress
     from ._endpoint import (
         ConnectionSettings as ConnectionSettings,
         Endpoint as Endpoint,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         MESSAGE_LIMIT as MESSAGE_LIMIT,
         error_object as error_object,
         key_origin as key_origin,
+        key_refused as key_refused,
         server_message as server_message,
         shown as shown,
     )
@@ -39,9 +42,12 @@ __getattr__, __dir__, __all__ = lazy_module(
         "Failure": "._endpoint",
         "MESSAGE_LIMIT": "._messages",
         "RetryRule": "._endpoint",
+        "cut_off": "._cut_off",
         "error_object": "._messages",
         "key_origin": "._messages",
+        "key_refused": "._messages",
         "server_message": "._messages",
         "shown": "._messages",
+        "stream_progress": "._cut_off",
     },
 )

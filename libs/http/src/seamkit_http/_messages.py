@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import seamkit
 
-__all__ = ["MESSAGE_LIMIT", "error_object", "key_origin", "server_message", "shown"]
+__all__ = ["MESSAGE_LIMIT", "error_object", "key_origin", "key_refused", "server_message", "shown"]
 
 MESSAGE_LIMIT = 500
 """The most characters of a server's message an error quotes."""
@@ -66,3 +66,32 @@ def key_origin(key: seamkit.Secret[str] | None) -> str | None:
         return "the api_key in the model's config"
     variables = _VARIABLE.findall(source) or [source]
     return f"the API key from {', '.join(variables)}"
+
+
+def key_refused(
+    status: int,
+    said: str,
+    *,
+    where: str,
+    model: str,
+    key: str | None,
+    attempts: int,
+    provider: str,
+    variable: str,
+) -> seamkit.ModelError:
+    """The error for a 401 or 403: the server wants a key and none was set
+    (``key`` is ``None``; the hint names the environment ``variable`` the
+    provider reads), or it refused the key from ``key`` (a `key_origin`).
+    ``said`` is the server's words, already masked (`server_message`)."""
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if key is None:
+        return seamkit.ModelError(
+            f"{where} wants an API key, and none was set ({status}{tries}: {said})",
+            provider=provider,
+            hint=f"set {variable}, or api_key: ${{secret:VAR}} in the model's config",
+        )
+    return seamkit.ModelError(
+        f"{where} refused {key} ({status}{tries}: {said})",
+        provider=provider,
+        hint=f"check that the key is current and allowed to use model {model!r}",
+    )

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 import seamkit
-from seamkit_http import error_object, server_message
+from seamkit_http import error_object, key_refused, server_message
 
 __all__ = ["answer_failure", "failure"]
 
@@ -84,16 +84,15 @@ def failure(
     said = server_message(body, secrets)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
-        if key is None:
-            return seamkit.ModelError(
-                f"{where} wants an API key, and none was set ({status}{tries}: {said})",
-                provider=_PROVIDER,
-                hint="set ANTHROPIC_API_KEY, or api_key: ${secret:VAR} in the model's config",
-            )
-        return seamkit.ModelError(
-            f"{where} refused {key} ({status}{tries}: {said})",
+        return key_refused(
+            status,
+            said,
+            where=where,
+            model=model,
+            key=key,
+            attempts=attempts,
             provider=_PROVIDER,
-            hint=f"check that the key is current and allowed to use model {model!r}",
+            variable="ANTHROPIC_API_KEY",
         )
     if status == 404:
         return seamkit.ModelError(

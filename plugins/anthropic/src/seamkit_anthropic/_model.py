@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, key_origin, shown
+from seamkit_http import Endpoint, cut_off, key_origin, shown, stream_progress
 
 from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig
@@ -278,36 +278,20 @@ class AnthropicModel:
 
     def _cut(self, assembler: TurnAssembler | None, exc: Exception | None) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""
-        if assembler is None:
-            where_cut = "while its body was read"
-        else:
-            call = assembler.open_call
-            text = assembler.text_so_far
-            if call is not None:
-                name, length = call
-                where_cut = (
-                    f"in the middle of tool call {name or '(unnamed)'!r} "
-                    f"({length} characters of arguments so far)"
-                )
-            elif text:
-                where_cut = f"in the middle of the text ({len(text)} characters so far)"
-            else:
-                where_cut = "before any of the answer"
-            where_cut = f"after {assembler.events} events, {where_cut}"
-        if exc is None:
-            cause = ""
-        elif str(exc):
-            cause = f": {type(exc).__name__}: {exc}"
-        else:  # httpx's time-outs say nothing
-            cause = f": {type(exc).__name__} (nothing for {self.config.timeout_seconds:g}s)"
-        return seamkit.ModelError(
-            seamkit.redact(
-                f"the answer from {self.where} (model {self.config.name!r}) was cut off "
-                f"before message_stop {where_cut}{cause}",
-                self._secrets,
-            ),
+        progress = None
+        if assembler is not None:
+            progress = stream_progress(
+                assembler.events, "events", assembler.open_call, assembler.text_so_far
+            )
+        return cut_off(
+            exc,
+            where=self.where,
+            model=self.config.name,
+            end="message_stop",
+            progress=progress,
+            timeout_seconds=self.config.timeout_seconds,
+            secrets=self._secrets,
             provider=_PROVIDER,
-            hint="the server or the network dropped the stream; run again",
         )
 
     def _finished(

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import seamkit
 from seamkit.plugins import retry_status
-from seamkit_http import error_object, server_message
+from seamkit_http import error_object, key_refused, server_message
 
 __all__ = ["answer_failure", "failure", "should_retry"]
 
@@ -85,16 +85,15 @@ def failure(
     said = server_message(body, secrets)
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
-        if key is None:
-            return seamkit.ModelError(
-                f"{where} wants an API key, and none was set ({status}{tries}: {said})",
-                provider="openai",
-                hint="set OPENAI_API_KEY, or api_key: ${secret:VAR} in the model's config",
-            )
-        return seamkit.ModelError(
-            f"{where} refused {key} ({status}{tries}: {said})",
+        return key_refused(
+            status,
+            said,
+            where=where,
+            model=model,
+            key=key,
+            attempts=attempts,
             provider="openai",
-            hint=f"check that the key is current and allowed to use model {model!r}",
+            variable="OPENAI_API_KEY",
         )
     if status == 404:
         return seamkit.ModelError(

@@ -17,7 +17,7 @@ import httpx
 import seamkit
 from httpx_sse import EventSource
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, key_origin, shown
+from seamkit_http import Endpoint, cut_off, key_origin, shown, stream_progress
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig
@@ -188,31 +188,20 @@ class OpenAIModel:
         self, assembler: TurnAssembler | None, exc: httpx.TransportError | None
     ) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""
-        if assembler is None:
-            where_cut = "while its body was read"
-        else:
-            call = assembler.open_call
-            text = assembler.text_so_far
-            if call is not None:
-                name, length = call
-                where_cut = (
-                    f"in the middle of tool call {name or '(unnamed)'!r} "
-                    f"({length} characters of arguments so far)"
-                )
-            elif text:
-                where_cut = f"in the middle of the text ({len(text)} characters so far)"
-            else:
-                where_cut = "before any of the answer"
-            where_cut = f"after {assembler.chunks} chunks, {where_cut}"
-        cause = f": {type(exc).__name__}: {exc}" if exc is not None else ""
-        return seamkit.ModelError(
-            seamkit.redact(
-                f"the answer from {self.where} (model {self.config.name!r}) was cut off "
-                f"before [DONE] {where_cut}{cause}",
-                self._secrets,
-            ),
+        progress = None
+        if assembler is not None:
+            progress = stream_progress(
+                assembler.chunks, "chunks", assembler.open_call, assembler.text_so_far
+            )
+        return cut_off(
+            exc,
+            where=self.where,
+            model=self.config.name,
+            end="[DONE]",
+            progress=progress,
+            timeout_seconds=self.config.timeout_seconds,
+            secrets=self._secrets,
             provider="openai",
-            hint="the server or the network dropped the stream; run again",
         )
 
     def _finished(

@@ -69,7 +69,9 @@ def _by_status(status: int, headers: Mapping[str, str], body: bytes) -> bool:
 
 class Endpoint:
     """Where a provider's requests go: ``url``, with ``headers`` on every
-    request and ``settings`` for time-outs, connections and retries.
+    request (then ``more_headers``, a config's own: names lower-cased, a
+    `Secret` sent as its value, winning over ``headers``) and ``settings``
+    for time-outs, connections and retries.
 
     ``where`` names the provider and its base URL in errors and logs
     (``"openai provider at https://..."``), ``provider`` is the provider's
@@ -85,6 +87,7 @@ class Endpoint:
         url: str,
         *,
         headers: Mapping[str, str],
+        more_headers: Mapping[str, str | seamkit.Secret[str]] | None = None,
         settings: ConnectionSettings,
         where: str,
         provider: str,
@@ -97,6 +100,9 @@ class Endpoint:
         self.url = url
         self.where = where
         self._headers = dict(headers)
+        for name, value in (more_headers or {}).items():
+            plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
+            self._headers[name.lower()] = plain
         self._settings = settings
         self._provider = provider
         self._secrets = tuple(secrets)

@@ -90,6 +90,7 @@ class AnthropicModel:
         self._endpoint = Endpoint(
             self.url,
             headers=self._make_headers(),
+            more_headers=self.config.headers,
             settings=self.config,
             where=self.where,
             provider=_PROVIDER,
@@ -114,9 +115,6 @@ class AnthropicModel:
         }
         if config.api_key is not None:
             headers["x-api-key"] = config.api_key.get_secret_value()
-        for name, value in config.headers.items():
-            plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
-            headers[name.lower()] = plain
         return headers
 
     def __repr__(self) -> str:

@@ -60,6 +60,7 @@ class OpenAIModel:
         self._endpoint = Endpoint(
             self.url,
             headers=self._make_headers(),
+            more_headers=self.config.headers,
             settings=self.config,
             where=self.where,
             provider="openai",
@@ -91,9 +92,6 @@ class OpenAIModel:
             headers["openai-organization"] = config.organization
         if config.project:
             headers["openai-project"] = config.project
-        for name, value in config.headers.items():
-            plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
-            headers[name.lower()] = plain
         return headers
 
     def __repr__(self) -> str:

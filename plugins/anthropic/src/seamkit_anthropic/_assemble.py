@@ -61,8 +61,10 @@ REFUSED_TEXT = "the model refused to answer"
 """A refusal's text when the answer has none and no explanation."""
 
 
-class BrokenAnswer(ValueError):
-    """An answer that breaks the Messages API's protocol: what is wrong."""
+class BrokenAnswer(seamkit.ModelError):
+    """Raised while reading an answer that breaks the Messages API's protocol,
+    saying what is wrong; the model reports it as a `seamkit.ModelError`
+    naming the server."""
 
 
 Piece = str | ToolArgumentsDelta

@@ -10,8 +10,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
@@ -148,9 +147,7 @@ class AnthropicModel:
                 assembler = TurnAssembler()
                 async for _ in self._events(response, assembler):
                     pass
-                with self._reading():
-                    turn = assembler.finish()
-                return self._finished(turn, request)
+                return self._finished(self._assembled(assembler), request)
             try:
                 raw = await response.aread()
             except httpx.TransportError as exc:
@@ -160,23 +157,31 @@ class AnthropicModel:
     def _whole(self, raw: bytes) -> seamkit.ModelTurn:
         """The turn of a whole answer's body."""
         data = self._object(raw, "an answer")
-        with self._reading():
-            return turn_from_message(data)
-
-    @contextmanager
-    def _reading(self) -> Iterator[None]:
-        """Turn an answer that breaks the protocol into a `seamkit.ModelError`."""
         try:
-            yield
+            return turn_from_message(data)
         except _UNREADABLE as exc:
-            said = seamkit.redact(str(exc), self._secrets).splitlines()
-            raise seamkit.ModelError(
-                f"{self.where} sent an answer that breaks the Messages API's protocol: "
-                f"{(said[0] if said else type(exc).__name__)[:300]}",
-                provider=_PROVIDER,
-                hint="check that base_url is an Anthropic Messages API (or a proxy that "
-                "speaks it faithfully)",
-            ) from None
+            raise self._broken(exc) from None
+
+    def _assembled(self, assembler: TurnAssembler) -> seamkit.ModelTurn:
+        """The turn ``assembler`` put together from a whole stream."""
+        try:
+            return assembler.finish()
+        except _UNREADABLE as exc:
+            raise self._broken(exc) from None
+
+    def _broken(self, exc: Exception) -> seamkit.ModelError:
+        """The error for an answer that breaks the protocol (what reading it
+        raised, masked). Callers catch `_UNREADABLE` with ``try`` rather than a
+        context manager: that runs once per event, and costs nothing when
+        nothing is raised."""
+        said = seamkit.redact(str(exc), self._secrets).splitlines()
+        return seamkit.ModelError(
+            f"{self.where} sent an answer that breaks the Messages API's protocol: "
+            f"{(said[0] if said else type(exc).__name__)[:300]}",
+            provider=_PROVIDER,
+            hint="check that base_url is an Anthropic Messages API (or a proxy that "
+            "speaks it faithfully)",
+        )
 
     def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
         """``raw`` as a JSON object; an error when it is not one, or when it
@@ -217,9 +222,7 @@ class AnthropicModel:
             assembler = TurnAssembler()
             async for piece in self._events(response, assembler):
                 yield piece
-        with self._reading():
-            turn = assembler.finish()
-        yield self._finished(turn, request)
+        yield self._finished(self._assembled(assembler), request)
 
     async def _events(
         self, response: httpx.Response, assembler: TurnAssembler
@@ -245,8 +248,10 @@ class AnthropicModel:
                         model=self.config.name,
                         secrets=self._secrets,
                     )
-                with self._reading():
+                try:
                     pieces = assembler.feed(kind, data)
+                except _UNREADABLE as exc:
+                    raise self._broken(exc) from None
                 for piece in pieces:
                     yield piece
                 if assembler.stopped:

@@ -152,6 +152,25 @@ def test_the_installed_openai_provider_answers_from_a_real_server(
     assert out.stdout == "Hello, world\n"
 
 
+def test_the_installed_anthropic_provider_answers_from_a_real_server(
+    fresh_env: Env, tmp_path: Path
+) -> None:
+    out = fresh_env.seamkit("plugins", "--json")
+    anthropic = {p["name"]: p for p in json.loads(out.stdout)}["anthropic"]
+    assert (anthropic["distribution"], anthropic["error"]) == ("seamkit-anthropic", None)
+    assert anthropic["kinds"] == ["model:anthropic"]
+    with ReplayServer() as server:
+        server.script("installed", Reply.http("cached_response"), path="/v1/messages")
+        app = tmp_path / "app.yaml"
+        app.write_text("name: demo\nmodel: anthropic:installed\n")
+        env = {"ANTHROPIC_BASE_URL": server.root_url, "ANTHROPIC_API_KEY": "sk-ant-canary"}
+        out = fresh_env.seamkit("run", str(app), "hi", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "Cached.\n"
+    assert "cached" in out.stderr  # the summary counts the tokens the cache served
+    assert "sk-ant-canary" not in out.stdout + out.stderr
+
+
 def test_the_installed_serve_plugin_adds_the_command_and_its_section(
     fresh_env: Env, tmp_path: Path
 ) -> None:

@@ -21,6 +21,16 @@ exactly those two lines for any of them, never a traceback unless ``--debug``.
     └── SessionError             a session store cannot be opened, read or written
         ├── SessionBusy          another run held the session past the wait
         └── SessionNotSaved      a run ended but its transcript went to a recovery file
+
+Two more belong to ``seamkit.testing`` and keep the bases a test framework
+expects rather than `SeamkitError`:
+
+::
+
+    AssertionError
+    └── ProviderCheckFailed      a model provider failed `check_model_provider`
+    ValueError
+    └── WireCassetteError        a wire cassette (``.http`` file) cannot be read
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ __all__ = [
     "OutputInvalid",
     "PluginError",
     "Problem",
+    "ProviderCheckFailed",
     "ResumeError",
     "ScriptError",
     "SeamkitError",
@@ -46,6 +57,7 @@ __all__ = [
     "SessionError",
     "SessionNotSaved",
     "ToolDefinitionError",
+    "WireCassetteError",
 ]
 
 
@@ -327,3 +339,20 @@ class ResumeError(SeamkitError):
         super().__init__(message, hint=hint)
         self.session = session
         self.call_id = call_id
+
+
+class ProviderCheckFailed(AssertionError):
+    """Raised by `seamkit.testing.ProviderReport.assert_passed` when a model
+    provider did not pass `seamkit.testing.check_model_provider`: its message
+    lists every check that failed (and every check no cassette covered, when
+    that was asked for), one per line. An ``AssertionError``, so pytest shows
+    it as a failed assertion; exported from `seamkit.testing`."""
+
+
+class WireCassetteError(ValueError):
+    """Raised by `seamkit.testing.load_wire_cassette` and
+    `seamkit.testing.parse_wire_cassette` when a wire cassette (a ``.http``
+    file) cannot be read: no status line, a header that is not ``name: value``,
+    an ``expect-`` directive that is not JSON. The message names the file and
+    line and what is wrong. A ``ValueError`` (bad test data, not a run
+    failure); exported from `seamkit.testing`."""

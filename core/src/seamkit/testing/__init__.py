@@ -36,7 +36,11 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_module
 
 if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
-    from .._errors import ScriptError as ScriptError
+    from .._errors import (
+        ProviderCheckFailed as ProviderCheckFailed,
+        ScriptError as ScriptError,
+        WireCassetteError as WireCassetteError,
+    )
     from .._recording import RecordingModel as RecordingModel, record as record
     from .._scripted import ScriptedModel as ScriptedModel
     from . import strategies as strategies
@@ -64,7 +68,6 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._provider_report import (
         ProviderCheck as ProviderCheck,
-        ProviderCheckFailed as ProviderCheckFailed,
         ProviderReport as ProviderReport,
     )
     from ._refresh_checks import check_refresh_condition as check_refresh_condition
@@ -78,7 +81,6 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
     )
     from ._wire_cassette import (
         WireCassette as WireCassette,
-        WireCassetteError as WireCassetteError,
         WireResponse as WireResponse,
         load_wire_cassette as load_wire_cassette,
         parse_wire_cassette as parse_wire_cassette,
@@ -108,14 +110,14 @@ __getattr__, __dir__, __all__ = lazy_module(
         "acheck_model_provider": "._provider_checks",
         "check_model_provider": "._provider_checks",
         "ProviderCheck": "._provider_report",
-        "ProviderCheckFailed": "._provider_report",
+        "ProviderCheckFailed": ".._errors",
         "ProviderReport": "._provider_report",
         "check_refresh_condition": "._refresh_checks",
         "acheck_session_store": "._store_checks",
         "check_session_store": "._store_checks",
         "TextGuardChecked": "._text_checks",
         "check_text_guard": "._text_checks",
-        "WireCassetteError": "._wire_cassette",
+        "WireCassetteError": ".._errors",
         "WireCassette": "._wire_cassette",
         "WireResponse": "._wire_cassette",
         "load_wire_cassette": "._wire_cassette",

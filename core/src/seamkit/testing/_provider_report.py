@@ -7,7 +7,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ProviderCheck", "ProviderCheckFailed", "ProviderReport"]
+from .._errors import ProviderCheckFailed
+
+__all__ = ["ProviderCheck", "ProviderReport"]
 
 Outcome = Literal["passed", "failed", "not covered"]
 
@@ -25,11 +27,6 @@ class ProviderCheck:
     def __str__(self) -> str:
         detail = f": {self.detail}" if self.detail else ""
         return f"{self.outcome:<11}  {self.name}{detail}"
-
-
-class ProviderCheckFailed(AssertionError):
-    """Raised by `ProviderReport.assert_passed`: the report, listing every
-    check that failed (or was not covered, when that was asked for)."""
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._errors import WireCassetteError
+
 __all__ = [
     "WireCassette",
-    "WireCassetteError",
     "WireResponse",
     "load_wire_cassette",
     "parse_wire_cassette",
@@ -40,10 +41,6 @@ __all__ = [
 _STATUS = re.compile(r"HTTP/\d(?:\.\d)? (\d{3})(?: (.*))?$")
 _DIRECTIVE = re.compile(r"#\s*expect-([a-z_-]+):\s*(.+)$")
 _SEPARATOR = "---"
-
-
-class WireCassetteError(ValueError):
-    """A cassette that cannot be read: the file and line, and what is wrong."""
 
 
 @dataclass(frozen=True)

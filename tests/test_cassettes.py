@@ -555,7 +555,7 @@ def test_record_then_replay_gives_the_same_turns(
 
 
 def test_a_server_replays_concurrent_requests_in_any_order(tmp_path: Path) -> None:
-    from tests.plugins.test_serve import Served
+    from tests.plugins.test_serve import Served  # lazy: serve's web stack, this test's only
 
     (tmp_path / "script.yaml").write_text("each_run: true\nturns:\n  - text: Hello there.\n")
     app = tmp_path / "app.yaml"

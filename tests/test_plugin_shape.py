@@ -254,8 +254,8 @@ def test_no_plugin_binds_a_socket_or_carries_trace_context_itself() -> None:
 
 
 def test_plugins_write_secrets_through_secret_json() -> None:
-    from seamkit_http import _endpoint
-    from seamkit_otel import _content
+    from seamkit_http import _endpoint  # lazy: this test alone reads the private helper
+    from seamkit_otel import _content  # lazy: this test alone reads the private helper
 
     canary = seamkit.Secret("canary-7f3e9b21d4")
     assert _endpoint._ON_THE_WIRE(canary) == "canary-7f3e9b21d4"  # the request body carries it

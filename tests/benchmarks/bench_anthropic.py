@@ -170,7 +170,10 @@ def answers() -> dict[str, bytes]:
 
 def provider_model(base_url: str, name: str) -> Any:
     """The ``anthropic`` provider's model ``name`` at ``base_url``."""
-    from seamkit_anthropic import AnthropicConfig, build_model
+    from seamkit_anthropic import (  # lazy: the CPU benchmark's only; imports are timed apart
+        AnthropicConfig,
+        build_model,
+    )
 
     key = seamkit.Secret("sk-bench")
     config = AnthropicConfig(provider="anthropic", name=name, base_url=base_url, api_key=key)
@@ -181,8 +184,8 @@ class Clients:
     """Both clients, one connection pool each; a turn of each kind with each."""
 
     def __init__(self, base_url: str) -> None:
-        import httpx
-        from anthropic import AsyncAnthropic
+        import httpx  # lazy: the clients load when the CPU benchmark runs, not on discovery
+        from anthropic import AsyncAnthropic  # lazy: the SDK baseline is heavy; CPU runs only
 
         self.models = {k: provider_model(base_url, k) for k in (TEXT_MODEL, TOOLS_MODEL)}
         self.sdk = AsyncAnthropic(base_url=base_url, api_key="sk-bench", max_retries=0)
@@ -204,7 +207,7 @@ class Clients:
         """The transport alone: the same POST on a bare httpx client, its
         events read with httpx-sse and each ``data`` parsed (what any client
         on httpx does at the least)."""
-        from httpx_sse import EventSource
+        from httpx_sse import EventSource  # lazy: the floor client's only
 
         body = json.dumps(
             {"model": kind, "max_tokens": 4096, "messages": self.messages, "stream": True}

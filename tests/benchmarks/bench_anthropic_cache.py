@@ -136,7 +136,7 @@ GAPS = (
 # --- the server --------------------------------------------------------------------
 
 
-def _system_only(body: dict[str, Any]) -> dict[str, Any]:
+def system_only(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` with every ``cache_control`` removed and one on the last system block."""
 
     def strip(block: Any) -> Any:
@@ -244,7 +244,7 @@ class CacheServer:
             return
         body = json.loads(raw)
         self.bodies.append(body)
-        seen = _system_only(body) if self.system_only else body
+        seen = system_only(body) if self.system_only else body
         self.breakpoints.append(sum(1 for b in _blocks(seen) if "cache_control" in b))
         try:
             usage = self.simulator.answer(seen, self.now)

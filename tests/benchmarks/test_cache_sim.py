@@ -19,6 +19,7 @@ from tests.benchmarks._cache_sim import (
     estimate_tokens,
     minimum_for,
 )
+from tests.benchmarks.bench_anthropic_cache import CacheServer, Served, system_only
 
 EPHEMERAL = {"type": "ephemeral"}
 BIG = "x" * 8000  # about 2,000 estimated tokens: above a 1,024 minimum on its own
@@ -247,9 +248,7 @@ def test_the_benchmark_s_server_answers_the_official_client_with_the_simulator_s
 
 
 async def _ask_the_server_twice() -> None:
-    from anthropic import AsyncAnthropic
-
-    from tests.benchmarks.bench_anthropic_cache import CacheServer, Served
+    from anthropic import AsyncAnthropic  # lazy: the SDK is heavy; this test alone speaks it
 
     app = CacheServer(simulator=CacheSimulator(minimum=1024))
     system: Any = [text(BIG, mark=True)]
@@ -282,14 +281,12 @@ async def _ask_the_server_twice() -> None:
 
 
 def test_the_system_only_baseline_moves_every_breakpoint_to_the_system_prompt() -> None:
-    from tests.benchmarks.bench_anthropic_cache import _system_only
-
     sent = body(
         [user(text("a", mark=True)), assistant(text("ok", mark=True))],
         system=[text("sys"), text("docs")],
         tools=[{"name": "t", "input_schema": {}, "cache_control": EPHEMERAL}],
     )
-    seen = _system_only(sent)
+    seen = system_only(sent)
     marked = [b for b in blocks_of(seen) if b.ttl is not None]
     assert [b.part for b in marked] == ["system"]
     assert seen["system"][-1]["cache_control"] == EPHEMERAL

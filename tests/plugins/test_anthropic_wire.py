@@ -11,8 +11,7 @@ import seamkit
 from seamkit import Document, Message, MessageToolCall, ModelRequest, OutputSpec, ToolSpec
 from seamkit.injection import inject_tool_result
 from seamkit.plugins import render_documents as openai_documents
-from seamkit_anthropic import AnthropicConfig
-from seamkit_anthropic._model import AnthropicModel
+from seamkit_anthropic import AnthropicConfig, AnthropicModel
 from seamkit_anthropic._wire import request_body, wire_id
 from seamkit_openai import OpenAIConfig
 from seamkit_openai._wire import request_body as openai_body

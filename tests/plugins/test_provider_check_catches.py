@@ -12,6 +12,7 @@ import pytest
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
 from seamkit.testing import ProviderCheckFailed, acheck_model_provider, check_model_provider
+from seamkit_openai import OpenAIConfig, build_model
 
 from tests.plugins.test_openai_conformance import CASSETTES, openai_model
 
@@ -139,8 +140,6 @@ class CountsNoRequest(Broken):
 
 
 def another_model_name(base_url: str, api_key: str) -> seamkit.Model:
-    from seamkit_openai import OpenAIConfig, build_model
-
     return build_model(
         OpenAIConfig(provider="openai", name="gpt-4.1", base_url=f"{base_url}/v1", api_key=api_key)
     )
@@ -150,8 +149,6 @@ PARITY = ("parity[text]", "parity[tools]", "parity[parallel_tools]")
 
 
 def never_retries(base_url: str, api_key: str) -> seamkit.Model:
-    from seamkit_openai import OpenAIConfig, build_model
-
     return build_model(
         OpenAIConfig(
             provider="openai",

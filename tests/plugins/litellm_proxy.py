@@ -7,7 +7,8 @@ PyPI into a throwaway virtual environment once per test session (not a
 dependency of this repository), however many modules use it. Each module then
 starts the proxies it needs (`start_proxy`, `wait_ready`, `stop_proxy`; one
 `running` call does all three), on 127.0.0.1 and a free port, with its own
-``model_list``.
+``model_list``. `seamkit_run` runs ``seamkit run`` on an app whose model is
+behind a proxy.
 
 Installing is the slow part (two minutes or more with pip and nothing cached;
 seconds with uv's cache); a proxy boots in about 15 seconds. A proxy that
@@ -22,10 +23,11 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import time
 import traceback
 import venv
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +49,12 @@ CANARY = "sk-canary-LEAK-123"
 
 BOOT_SECONDS = 120.0
 """The longest wait for the proxies a `running` call starts to be ready."""
+
+KEY_SOURCE = "${secret:LITELLM_KEY}"
+"""Where the tests' apps and models read the proxy key: the variable LITELLM_KEY."""
+
+SEAMKIT = Path(sys.executable).with_name("seamkit")
+"""This environment's ``seamkit`` command."""
 
 AUTH_MODULE = "seamkit_test_auth"
 CUSTOM_AUTH = f'''\
@@ -80,6 +88,25 @@ def clean_env(**extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
+
+
+def seamkit_run(
+    tmp_path: Path, name: str, model: Mapping[str, object], key: str
+) -> subprocess.CompletedProcess[str]:
+    """``seamkit run app.yaml hi`` in ``tmp_path``, in a `clean_env` whose
+    LITELLM_KEY is ``key``: the app ``name`` has ``model`` for its model,
+    with the key from `KEY_SOURCE` and no retries."""
+    manifest = {"name": name, "model": {**model, "api_key": KEY_SOURCE, "max_retries": 0}}
+    app = tmp_path / "app.yaml"
+    app.write_text(yaml.safe_dump(manifest), encoding="utf-8")
+    return subprocess.run(
+        [str(SEAMKIT), "run", str(app), "hi"],
+        capture_output=True,
+        text=True,
+        env=clean_env(LITELLM_KEY=key),
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def free_port() -> int:

@@ -74,7 +74,6 @@ import asyncio
 import json
 import logging
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,20 +82,20 @@ import anthropic
 import httpx
 import pytest
 import seamkit
-import yaml
 from seamkit.stream import RunFinished, TextDelta, ToolArgumentsDelta
 from seamkit_anthropic import AnthropicConfig, AnthropicModel, build_model
 
 from tests.plugins.litellm_proxy import (
     CANARY,
+    KEY_SOURCE,
     MASTER_KEY,
     Proxy,
     ProxySpec,
     assert_no_canary,
-    clean_env,
     exception_text,
     log_text,
     running,
+    seamkit_run,
 )
 from tests.plugins.openai_server import ReplayServer, Reply, Seen
 
@@ -106,7 +105,6 @@ MESSAGES = "/v1/messages"
 MOCK_TEXT = "Hello from LiteLLM"
 MOCK_USAGE = {"input_tokens": 2095, "output_tokens": 503}
 """LiteLLM's fixed usage for every mock answer on /v1/messages."""
-KEY_SOURCE = "${secret:LITELLM_KEY}"
 UPSTREAM = "upstream-claude"
 UPSTREAM_KEY = "sk-upstream-only"
 """The key LiteLLM sends to the replay server (never the client's)."""
@@ -118,7 +116,6 @@ UPSTREAM_USAGE = {
     "output_tokens": 7,
 }
 TOOL_INPUT = {"a": 2, "b": 3}
-SEAMKIT = Path(sys.executable).with_name("seamkit")
 
 
 def _mock(name: str, answer: str) -> dict[str, Any]:
@@ -663,26 +660,8 @@ def test_the_upstream_s_prompt_too_long_is_context_length_exceeded(
 
 
 def _seamkit_run(proxy: Proxy, tmp_path: Path, key: str) -> subprocess.CompletedProcess[str]:
-    manifest = {
-        "name": "litellm-claude",
-        "model": {
-            "provider": "anthropic",
-            "name": "mock-claude",
-            "base_url": proxy.url,
-            "api_key": KEY_SOURCE,
-            "max_retries": 0,
-        },
-    }
-    app = tmp_path / "app.yaml"
-    app.write_text(yaml.safe_dump(manifest), encoding="utf-8")
-    return subprocess.run(
-        [str(SEAMKIT), "run", str(app), "hi"],
-        capture_output=True,
-        text=True,
-        env=clean_env(LITELLM_KEY=key),
-        cwd=tmp_path,
-        timeout=120,
-    )
+    model = {"provider": "anthropic", "name": "mock-claude", "base_url": proxy.url}
+    return seamkit_run(tmp_path, "litellm-claude", model, key)
 
 
 def test_seamkit_run_prints_the_mock_text(proxy: Proxy, tmp_path: Path) -> None:

@@ -50,7 +50,6 @@ import asyncio
 import json
 import logging
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,32 +58,29 @@ from typing import Any
 import httpx
 import pytest
 import seamkit
-import yaml
 from seamkit.stream import RunFinished, TextDelta
 from seamkit_openai import OpenAIConfig, OpenAIModel, build_model
 
 from tests.plugins.litellm_proxy import (
     CANARY,
+    KEY_SOURCE,
     MASTER_KEY,
     Proxy,
     ProxySpec,
     assert_no_canary,
-    clean_env,
     exception_text,
     log_text,
     running,
+    seamkit_run,
 )
 from tests.plugins.openai_server import ReplayServer, Reply
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 MOCK_TEXT = "Hello from LiteLLM"
-KEY_SOURCE = "${secret:LITELLM_KEY}"
 TOOL_ARGUMENTS = {"a": 2, "b": 3}
 LITELLM_DEFAULT_MOCK_TEXT = "This is a mock request"
 """What LiteLLM answers when an entry has ``mock_tool_calls`` and no ``mock_response``."""
-
-SEAMKIT = Path(sys.executable).with_name("seamkit")
 
 _TOOL_CALL = {
     "id": "call_litellm_add",
@@ -430,26 +426,8 @@ def test_the_agent_calls_the_tool_litellm_asks_for(stock: Proxy) -> None:
 
 
 def _seamkit_run(proxy: Proxy, tmp_path: Path, key: str) -> subprocess.CompletedProcess[str]:
-    manifest = {
-        "name": "litellm-hello",
-        "model": {
-            "provider": "openai",
-            "name": "mock-gpt",
-            "base_url": proxy.base_url,
-            "api_key": KEY_SOURCE,
-            "max_retries": 0,
-        },
-    }
-    app = tmp_path / "app.yaml"
-    app.write_text(yaml.safe_dump(manifest), encoding="utf-8")
-    return subprocess.run(
-        [str(SEAMKIT), "run", str(app), "hi"],
-        capture_output=True,
-        text=True,
-        env=clean_env(LITELLM_KEY=key),
-        cwd=tmp_path,
-        timeout=120,
-    )
+    model = {"provider": "openai", "name": "mock-gpt", "base_url": proxy.base_url}
+    return seamkit_run(tmp_path, "litellm-hello", model, key)
 
 
 def test_seamkit_run_prints_the_mock_text(stock: Proxy, tmp_path: Path) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
-import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -20,6 +18,20 @@ from pathlib import Path
 
 from .._errors import ContextLengthExceeded, ModelError
 from .._types import Message, Model, ModelRequest, ModelTurn, ToolArgumentsDelta
+from ._provider_check_parts import (
+    KEY_PREFIX,
+    Answer,
+    Closing,
+    Failed,
+    NotCovered,
+    close_model,
+    key_pieces,
+    lacking,
+    safe,
+    tool_calls,
+    turn_difference,
+    wait_until,
+)
 from ._provider_report import ProviderCheck, ProviderReport
 from ._wire_cassette import WireCassette, load_wire_cassette
 from ._wire_server import WireServer
@@ -53,11 +65,10 @@ every connection closed after ``aclose()``)."""
 _FIRST_DELTA_SECONDS = 5.0
 
 Factory = Callable[[str, str], Model]
+"""``factory(base_url, api_key)``: the provider's model talking to ``base_url``."""
 
 
-def check_model_provider(
-    factory: Callable[[str, str], Model], cassettes: Mapping[str, str | Path]
-) -> ProviderReport:
+def check_model_provider(factory: Factory, cassettes: Mapping[str, str | Path]) -> ProviderReport:
     """Run the provider conformance checks; the `ProviderReport` (call its
     ``assert_passed()`` in a test). Runs its own event loop; in an ``async
     def`` test, ``await acheck_model_provider(...)``.
@@ -119,7 +130,7 @@ def check_model_provider(
 
 
 async def acheck_model_provider(
-    factory: Callable[[str, str], Model], cassettes: Mapping[str, str | Path]
+    factory: Factory, cassettes: Mapping[str, str | Path]
 ) -> ProviderReport:
     """:func:`check_model_provider` in the running event loop."""
     unknown = sorted(set(cassettes) - set(CASSETTE_NAMES))
@@ -137,23 +148,6 @@ async def acheck_model_provider(
         await asyncio.to_thread(server.stop)
 
 
-class _Failed(Exception):
-    """A check's failure: its message says why."""
-
-
-class _NotCovered(Exception):
-    """A check whose cassette was not given."""
-
-
-class _Answer:
-    """What one ``stream`` gave: its text deltas, fragments and turn."""
-
-    def __init__(self) -> None:
-        self.texts: list[str] = []
-        self.fragments: list[ToolArgumentsDelta] = []
-        self.turn: ModelTurn | None = None
-
-
 _REQUEST = ModelRequest(
     messages=(Message.user("Say hello, or call a tool (seamkit provider check)."),),
     max_tokens=256,
@@ -169,7 +163,7 @@ class _Checks:
         self.factory = factory
         self.paths = cassettes
         self.server = server
-        self.key = f"{_KEY_PREFIX}{secrets.token_hex(12)}"
+        self.key = f"{KEY_PREFIX}{secrets.token_hex(12)}"
         self.expected: WireCassette | None = None
 
     async def run(self) -> AsyncIterator[ProviderCheck]:
@@ -195,9 +189,9 @@ class _Checks:
                 async with asyncio.timeout(CHECK_SECONDS):
                     detail = await check()
                 self.verify()
-            except _NotCovered as exc:
+            except NotCovered as exc:
                 yield ProviderCheck(name, "not covered", str(exc))
-            except _Failed as exc:
+            except Failed as exc:
                 yield ProviderCheck(name, "failed", str(exc))
             except TimeoutError:
                 yield ProviderCheck(
@@ -209,7 +203,7 @@ class _Checks:
                 )
             except Exception as exc:
                 yield ProviderCheck(
-                    name, "failed", f"raised {type(exc).__name__}: {_safe(str(exc), self.key)}"
+                    name, "failed", f"raised {type(exc).__name__}: {safe(str(exc), self.key)}"
                 )
             else:
                 yield ProviderCheck(name, "passed", detail)
@@ -231,34 +225,34 @@ class _Checks:
             return
         expected = cassette.expect["request"]
         for number, request in enumerate(self.server.requests):
-            missing = _missing(expected, request.body, "")
+            missing = lacking(expected, request.body, "")
             if missing:
                 name = cassette.path.name if cassette.path is not None else "the cassette"
-                raise _Failed(
+                raise Failed(
                     f"request {number + 1} to {name} does not match its expect-request: {missing}"
                 )
 
     def cassette(self, name: str) -> WireCassette:
         path = self.paths.get(name)
         if path is None:
-            raise _NotCovered(f"no {name!r} cassette ({CASSETTE_NAMES[name]})")
+            raise NotCovered(f"no {name!r} cassette ({CASSETTE_NAMES[name]})")
         try:
             return load_wire_cassette(path)
         except (OSError, ValueError) as exc:
-            raise _Failed(f"cannot read the {name!r} cassette {str(path)!r}: {exc}") from None
+            raise Failed(f"cannot read the {name!r} cassette {str(path)!r}: {exc}") from None
 
     def model(self) -> Model:
         try:
             return self.factory(self.server.base_url, self.key)
         except Exception as exc:
-            said = f"{type(exc).__name__}: {_safe(str(exc), self.key)}"
-            raise _Failed(f"factory(base_url, api_key) raised {said}") from None
+            said = f"{type(exc).__name__}: {safe(str(exc), self.key)}"
+            raise Failed(f"factory(base_url, api_key) raised {said}") from None
 
-    async def stream(self, model: Model, what: str) -> _Answer:
-        answer = _Answer()
+    async def stream(self, model: Model, what: str) -> Answer:
+        answer = Answer()
         async for item in model.stream(_REQUEST):
             if answer.turn is not None:
-                raise _Failed(f"{what}: the stream went on after its ModelTurn")
+                raise Failed(f"{what}: the stream went on after its ModelTurn")
             if isinstance(item, ModelTurn):
                 answer.turn = item
             elif isinstance(item, str):
@@ -266,15 +260,15 @@ class _Checks:
             elif isinstance(item, ToolArgumentsDelta):
                 answer.fragments.append(item)
             else:
-                raise _Failed(f"{what}: the stream yielded a {type(item).__name__}")
+                raise Failed(f"{what}: the stream yielded a {type(item).__name__}")
         if answer.turn is None:
-            raise _Failed(f"{what}: the stream ended without a ModelTurn")
+            raise Failed(f"{what}: the stream ended without a ModelTurn")
         return answer
 
-    async def streamed(self, name: str) -> _Answer:
+    async def streamed(self, name: str) -> Answer:
         cassette = self.cassette(name)
         self.play(cassette)
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             return await self.stream(model, f"stream on the {name!r} cassette")
 
     async def ask(self, model: Model, cassette: WireCassette) -> ModelTurn:
@@ -293,45 +287,45 @@ class _Checks:
         assert turn is not None
         text = turn.message.text
         if not text:
-            raise _Failed("the turn has no text (is the 'text' cassette a text answer?)")
+            raise Failed("the turn has no text (is the 'text' cassette a text answer?)")
         joined = "".join(answer.texts)
         if joined != text:
-            raise _Failed(f"the text deltas join to {joined!r}, but the turn's text is {text!r}")
+            raise Failed(f"the text deltas join to {joined!r}, but the turn's text is {text!r}")
         return f"{len(answer.texts)} deltas, {len(text)} characters"
 
     async def tools(self) -> str:
         answer = await self.streamed("tools")
-        calls = _calls(answer, "tools")
+        calls = tool_calls(answer, "tools")
         if len(calls) != 1:
-            raise _Failed(f"the turn has {len(calls)} tool calls, not one")
+            raise Failed(f"the turn has {len(calls)} tool calls, not one")
         return f"call {calls[0][1]!r}; {len(answer.fragments)} argument fragments"
 
     async def parallel_tools(self) -> str:
         cassette = self.cassette("parallel_tools")
         answer = await self.streamed("parallel_tools")
-        calls = _calls(answer, "parallel_tools")
+        calls = tool_calls(answer, "parallel_tools")
         if len(calls) < 2:
-            raise _Failed(f"the turn has {len(calls)} tool calls, not two or more")
+            raise Failed(f"the turn has {len(calls)} tool calls, not two or more")
         ids = [call_id for call_id, _ in calls]
         if len(set(ids)) != len(ids):
-            raise _Failed(f"the calls' ids are not distinct: {ids}")
+            raise Failed(f"the calls' ids are not distinct: {ids}")
         wire = b"".join(response.body for response in cassette.responses).decode("utf-8", "replace")
         places = [wire.find(call_id) for call_id in ids]
         if all(place >= 0 for place in places) and places != sorted(places):
-            raise _Failed(f"the calls {ids} are not in the order the wire gives them")
+            raise Failed(f"the calls {ids} are not in the order the wire gives them")
         return f"{len(calls)} calls: {', '.join(name for _, name in calls)}"
 
     async def parity(self, name: str) -> str:
         whole = self.cassette(f"{name}.whole")
         streamed = await self.streamed(name)
         self.play(whole)
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             turn = await model.complete(_REQUEST)
         if turn != streamed.turn:
             assert streamed.turn is not None
-            raise _Failed(
+            raise Failed(
                 f"complete on {name + '.whole'!r} and stream on {name!r} give different turns: "
-                f"{_difference(streamed.turn, turn)}"
+                f"{turn_difference(streamed.turn, turn)}"
             )
         return "the same turn"
 
@@ -343,12 +337,12 @@ class _Checks:
             error = await self.failure(call, ModelError)
             for text, what in ((error.hint or "", "hint"), (str(error), "text")):
                 if self.key in text:
-                    raise _Failed(f"{call}: the error's {what} contains the API key")
-                if any(piece in text for piece in _pieces(self.key)):
-                    raise _Failed(f"{call}: the error's {what} contains part of the API key")
+                    raise Failed(f"{call}: the error's {what} contains the API key")
+                if any(piece in text for piece in key_pieces(self.key)):
+                    raise Failed(f"{call}: the error's {what} contains part of the API key")
             sent = self.server.requests
             if not any(self.key in r.path or self.key in str(r.headers) for r in sent):
-                raise _Failed(
+                raise Failed(
                     f"{call}: no request carried the api_key the factory was given, so the "
                     "check cannot tell whether errors leak it"
                 )
@@ -358,39 +352,39 @@ class _Checks:
     async def failure(self, call: str, expected: type[ModelError]) -> ModelError:
         """The error ``call`` (``complete`` or ``stream``) raises; a failure
         when it is not an ``expected`` one or when a turn comes back."""
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             try:
                 if call == "complete":
                     await model.complete(_REQUEST)
                 else:
                     await self.stream(model, "stream")
-            except _Failed:
+            except Failed:
                 raise
             except expected as exc:
                 return exc
             except Exception as exc:
-                raise _Failed(
+                raise Failed(
                     f"{call} raised {type(exc).__name__}, not {expected.__name__}: "
-                    f"{_safe(str(exc), self.key)}"
+                    f"{safe(str(exc), self.key)}"
                 ) from None
-        raise _Failed(f"{call} gave a turn, not {expected.__name__}")
+        raise Failed(f"{call} gave a turn, not {expected.__name__}")
 
     async def rate_limited(self) -> str:
         cassette = self.cassette("rate_limited")
         statuses = [response.status for response in cassette.responses]
         if len(statuses) < 2 or statuses[0] != 429 or not 200 <= statuses[-1] < 300:
-            raise _Failed(f"the cassette's statuses are {statuses}, not a 429 then a 2xx")
+            raise Failed(f"the cassette's statuses are {statuses}, not a 429 then a 2xx")
         self.play(cassette)
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             try:
                 await self.ask(model, cassette)
             except ModelError as exc:
-                raise _Failed(
-                    f"the 429 was not retried: {type(exc).__name__}: {_safe(str(exc), self.key)}"
+                raise Failed(
+                    f"the 429 was not retried: {type(exc).__name__}: {safe(str(exc), self.key)}"
                 ) from None
         count = len(self.server.requests)
         if count != len(statuses):
-            raise _Failed(f"the server saw {count} requests, not {len(statuses)}")
+            raise Failed(f"the server saw {count} requests, not {len(statuses)}")
         return f"a turn after {count} requests"
 
     async def context_length(self) -> str:
@@ -405,10 +399,10 @@ class _Checks:
         self.play(cassette)
         error = await self.failure("complete", ModelError)
         if isinstance(error, ContextLengthExceeded):
-            raise _Failed("a 5xx raised ContextLengthExceeded")
+            raise Failed("a 5xx raised ContextLengthExceeded")
         count = len(self.server.requests)
         if count < 2:
-            raise _Failed("the 5xx was not retried (the server saw one request)")
+            raise Failed("the 5xx was not retried (the server saw one request)")
         return f"ModelError after {count} requests"
 
     async def cut_stream(self) -> str:
@@ -417,14 +411,14 @@ class _Checks:
             self.play(cassette, cut=cut)
             try:
                 await self.failure("stream", ModelError)
-            except _Failed as exc:
-                raise _Failed(f"a stream {how}: {exc}") from None
+            except Failed as exc:
+                raise Failed(f"a stream {how}: {exc}") from None
         return "ModelError whether the stream ends early or drops"
 
     async def cancellation(self) -> str:
         cassette = self.cassette("text")
         self.play(cassette, hold=True)
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             first = asyncio.Event()
 
             async def read() -> None:
@@ -440,34 +434,30 @@ class _Checks:
             waiter.cancel()
             if task.done():
                 error = task.exception()
-                raise _Failed(
+                raise Failed(
                     "the stream ended while the server held its last event back (the check "
                     "cancels a stream that waits for its end; a provider reads a stream to its "
                     "end before it gives the turn)"
-                    + (f": {type(error).__name__}: {_safe(str(error), self.key)}" if error else "")
+                    + (f": {type(error).__name__}: {safe(str(error), self.key)}" if error else "")
                 )
             if not first.is_set():
                 task.cancel()
-                raise _Failed(f"no delta arrived within {_FIRST_DELTA_SECONDS:g} s")
+                raise Failed(f"no delta arrived within {_FIRST_DELTA_SECONDS:g} s")
             cancelled = time.monotonic()
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-            if not await _until(lambda: bool(self.server.disconnects), CLOSE_SECONDS):
-                raise _Failed(
+            if not await wait_until(lambda: bool(self.server.disconnects), CLOSE_SECONDS):
+                raise Failed(
                     f"the server did not see the connection closed within {CLOSE_SECONDS:g} s "
                     "of cancelling the task that read the stream"
                 )
             took = self.server.disconnects[0] - cancelled
             self.play(cassette)
             await self.stream(model, "stream after the cancelled one")
-            closes = getattr(model, "aclose", None)
-            if closes is not None:
-                closing = closes()
-                if inspect.isawaitable(closing):
-                    await closing
-        if not await _until(lambda: self.server.open_connections == 0, CLOSE_SECONDS):
-            raise _Failed(
+            await close_model(model)
+        if not await wait_until(lambda: self.server.open_connections == 0, CLOSE_SECONDS):
+            raise Failed(
                 f"{self.server.open_connections} connections were still open "
                 f"{CLOSE_SECONDS:g} s after aclose()"
             )
@@ -477,12 +467,12 @@ class _Checks:
         cassette = self.cassette("usage")
         expected = cassette.expect.get("usage")
         if not isinstance(expected, dict):
-            raise _Failed(
+            raise Failed(
                 "the 'usage' cassette says no counts: add a line like "
                 '# expect-usage: {"input_tokens": 12, "output_tokens": 3}'
             )
         self.play(cassette)
-        async with _Closing(self.model()) as model:
+        async with Closing(self.model()) as model:
             turn = await self.ask(model, cassette)
         usage = turn.usage
         wrong = [
@@ -497,139 +487,9 @@ class _Checks:
                 "(input_tokens counts every input token, the cached ones included)"
             )
         if wrong:
-            raise _Failed("the turn's usage has " + "; ".join(wrong))
+            raise Failed("the turn's usage has " + "; ".join(wrong))
         return ", ".join(f"{name}={getattr(usage, name)}" for name in expected)
-
-
-class _Closing:
-    """``async with _Closing(model)``: the model, closed at the end when it
-    has an ``aclose()``."""
-
-    def __init__(self, model: Model) -> None:
-        self.model = model
-
-    async def __aenter__(self) -> Model:
-        return self.model
-
-    async def __aexit__(self, *exc: object) -> None:
-        closes = getattr(self.model, "aclose", None)
-        if closes is not None:
-            closing = closes()
-            if inspect.isawaitable(closing):
-                await closing
 
 
 def _bind(check: Callable[[str], Awaitable[str]], name: str) -> Callable[[], Awaitable[str]]:
     return lambda: check(name)
-
-
-def _calls(answer: _Answer, name: str) -> list[tuple[str, str]]:
-    """The turn's tool calls as ``(id, name)``, each with a non-empty id and
-    JSON-object arguments that its fragments (if any) join to."""
-    turn = answer.turn
-    assert turn is not None
-    calls = list(turn.message.tool_calls or ())
-    if not calls:
-        raise _Failed(f"the turn has no tool calls (is the {name!r} cassette a tool call?)")
-    pieces: dict[int, list[str]] = {}
-    for fragment in answer.fragments:
-        pieces.setdefault(fragment.index, []).append(fragment.text)
-    for index, call in enumerate(calls):
-        label = f"call {index} ({call.function.name!r})"
-        if not call.id:
-            raise _Failed(f"{label} has an empty id")
-        try:
-            arguments = json.loads(call.function.arguments)
-        except ValueError:
-            raise _Failed(
-                f"{label}'s arguments are not JSON: {call.function.arguments!r}"
-            ) from None
-        if not isinstance(arguments, dict):
-            raise _Failed(f"{label}'s arguments are not a JSON object: {arguments!r}")
-        if pieces:
-            joined = "".join(pieces.get(index, []))
-            try:
-                streamed = json.loads(joined)
-            except ValueError:
-                raise _Failed(
-                    f"{label}'s ToolArgumentsDelta fragments join to {joined!r}, which is not JSON"
-                ) from None
-            if streamed != arguments:
-                raise _Failed(
-                    f"{label}'s fragments join to {streamed!r}, but its arguments are {arguments!r}"
-                )
-    for fragment in answer.fragments:
-        if fragment.id is not None and (
-            fragment.index >= len(calls) or fragment.id != calls[fragment.index].id
-        ):
-            raise _Failed(
-                f"a fragment for index {fragment.index} names id {fragment.id!r}, "
-                "which is not that call's id"
-            )
-    return [(call.id, call.function.name) for call in calls]
-
-
-def _missing(expected: object, found: object, path: str) -> str | None:
-    """Where ``found`` lacks part of ``expected`` (objects compare as
-    subsets, anything else by equality), or ``None``."""
-    if isinstance(expected, dict):
-        if not isinstance(found, dict):
-            return f"{path or 'the body'} is {found!r}, not an object"
-        for key, value in expected.items():
-            where = f"{path}.{key}" if path else str(key)
-            if key not in found:
-                return f"{where} is missing"
-            missing = _missing(value, found[key], where)
-            if missing:
-                return missing
-        return None
-    if expected != found:
-        return f"{path or 'the body'} is {found!r}, not {expected!r}"
-    return None
-
-
-def _difference(streamed: ModelTurn, whole: ModelTurn) -> str:
-    left, right = streamed.model_dump(mode="json"), whole.model_dump(mode="json")
-    found: list[str] = []
-
-    def walk(a: object, b: object, path: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(set(a) | set(b), key=str):
-                walk(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
-        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for index, (x, y) in enumerate(zip(a, b, strict=True)):
-                walk(x, y, f"{path}[{index}]")
-        elif a != b:
-            found.append(f"{path}: streamed {a!r}, whole {b!r}")
-
-    walk(left, right, "")
-    return "; ".join(found[:5]) or "(equal dumps, unequal turns)"
-
-
-async def _until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.02)
-    return True
-
-
-_KEY_PREFIX = "sk-seamkit-check-"
-_PIECE = 6
-
-
-def _pieces(key: str) -> set[str]:
-    """Every run of 6 characters of the key's random part: an error that
-    shows one shows part of the key (\"...3fa9c1\")."""
-    secret = key.removeprefix(_KEY_PREFIX)
-    return {secret[i : i + _PIECE] for i in range(len(secret) - _PIECE + 1)}
-
-
-def _safe(text: str, key: str) -> str:
-    """``text`` with the check's key (and any part of it) masked, so a
-    report never shows it."""
-    text = text.replace(key, "<api_key>")
-    for piece in _pieces(key):
-        text = text.replace(piece, "<part of api_key>")
-    return text

@@ -587,3 +587,39 @@ def test_a_server_replays_concurrent_requests_in_any_order(tmp_path: Path) -> No
         assert answers == ["Hello there."] * 4
     finally:
         served.stop()
+
+
+GUARDED_TEXT = """name: stopped
+model: scripted:script.yaml
+hooks:
+  - kind: guard
+    name: plans
+    event: on_text_delta
+    action: block
+    patterns: ['secret plan']
+    reason: the model started on the plan
+"""
+
+
+async def test_a_stream_a_text_guard_stops_is_recorded_and_replays(
+    tmp_path: Path, no_network: None
+) -> None:
+    (tmp_path / "script.yaml").write_text(
+        "- text: Here is the secret plan in full.\n"
+        "  deltas: ['Here is the ', 'secret ', 'plan', ' in full.']\n"
+    )
+    app = tmp_path / "app.yaml"
+    app.write_text(GUARDED_TEXT)
+    cassette = tmp_path / "run.jsonl"
+    recorded = await _run(app, "tell me", cassette=cassette, streamed=True)
+    assert isinstance(recorded.outcome, seamkit.Terminated), recorded.outcome
+    line = _lines(cassette)[1]
+    assert line["closed"] is True and "turn" not in line
+    assert [d["text"] for d in line["deltas"]] == ["Here is the ", "secret ", "plan"]
+    replayed = await _run(app, "tell me", model=f"replay:{cassette}", streamed=True)
+    assert _seen(replayed) == _seen(recorded)
+    # Read past where the recording was closed, the replay says so.
+    replay = seamkit.Agent(f"replay:{cassette}").model
+    request = ModelRequest.model_validate(line["request"])
+    with pytest.raises(seamkit.ModelError, match="seq 0: the recorded stream was closed"):
+        await _call(replay, request, True)

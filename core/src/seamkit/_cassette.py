@@ -13,6 +13,10 @@ every exchange that ended before it)::
      "turn": <ModelTurn>}
     {"seq": 1, "call": "complete", "request": <ModelRequest>,
      "error": {"class": "ContextLengthExceeded", "message": ..., "provider": ..., "hint": ...}}
+    {"seq": 2, "call": "stream", "request": <ModelRequest>, "deltas": [...], "closed": true}
+
+(the last: a stream its reader closed before the turn, as when a text
+guard stops the run).
 
 `normalized` masks what legitimately differs between two runs of the same
 app (an injected pair's expiry, run and session ids, and a replay's
@@ -67,7 +71,8 @@ _CONTEXT = 24
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One recorded model call: its request (as JSON), and the deltas and
-    turn it streamed, or the error it raised."""
+    turn it streamed, or the error it raised, or (``closed``) the deltas
+    streamed before its reader closed the stream."""
 
     seq: int
     call: Call
@@ -75,6 +80,7 @@ class Exchange:
     deltas: tuple[str | ToolArgumentsDelta, ...]
     turn: JsonValue
     error: Mapping[str, JsonValue] | None
+    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,12 +161,19 @@ def _exchange(path: Path, number: int, value: JsonValue) -> Exchange:
         raise _bad(path, number, "an exchange must be a JSON object")
     seq, call, request = value.get("seq"), value.get("call"), value.get("request")
     error, turn, deltas = value.get("error"), value.get("turn"), value.get("deltas", [])
+    closed = value.get("closed", False)
     if not isinstance(seq, int) or call not in ("stream", "complete"):
         raise _bad(path, number, "an exchange needs 'seq' (an integer) and 'call'")
     if not isinstance(request, dict):
         raise _bad(path, number, "an exchange needs 'request' (a ModelRequest)")
-    if (turn is None) == (error is None) or (error is not None and not isinstance(error, dict)):
-        raise _bad(path, number, "an exchange has either 'turn' or 'error' (a mapping)")
+    if not isinstance(closed, bool) or (closed and call != "stream"):
+        raise _bad(path, number, "'closed' is true (a stream closed early) or absent")
+    if [turn is not None, error is not None, closed].count(True) != 1 or (
+        error is not None and not isinstance(error, dict)
+    ):
+        raise _bad(
+            path, number, "an exchange has either 'turn', 'error' (a mapping) or 'closed': true"
+        )
     if not isinstance(deltas, list):
         raise _bad(path, number, "'deltas' must be a list")
     try:
@@ -168,7 +181,9 @@ def _exchange(path: Path, number: int, value: JsonValue) -> Exchange:
     except ValueError as exc:
         raise _bad(path, number, str(exc)) from None
     kind: Call = "stream" if call == "stream" else "complete"
-    return Exchange(seq, kind, request, played, turn, error if isinstance(error, dict) else None)
+    return Exchange(
+        seq, kind, request, played, turn, error if isinstance(error, dict) else None, closed
+    )
 
 
 def _bad(path: Path, number: int, what: str) -> ModelError:

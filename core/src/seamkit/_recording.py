@@ -87,26 +87,41 @@ class RecordingModel:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
-        """``inner``'s deltas and turn, recorded when the turn comes (or
-        the stream fails)."""
+        """``inner``'s deltas and turn, recorded when the turn comes (or the
+        stream fails). A stream its reader closes before the turn (a text
+        guard stopped the run, or it was cancelled) is recorded with the
+        deltas read so far and ``"closed": true``."""
         deltas: list[str | ToolArgumentsDelta] = []
+        written = False
+        items = self.inner.stream(request)
         try:
-            async for item in self.inner.stream(request):
+            async for item in items:
                 if isinstance(item, ModelTurn):
                     kept = _masked(deltas, self._redactor)
                     self._write(_answered("stream", request, kept, item))
+                    written = True
                 else:
                     deltas.append(item)
                 yield item
         except Exception as exc:
-            self._write(_failed("stream", request, exc, _masked(deltas, self._redactor)))
+            if not written:
+                kept = _masked(deltas, self._redactor)
+                self._write(_failed("stream", request, exc, kept))
             raise
+        except BaseException:  # GeneratorExit, CancelledError: the reader stopped
+            if not written:
+                self._write(_closed(request, _masked(deltas, self._redactor)))
+            raise
+        finally:  # the inner stream (and its connection) closes now, not at GC
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
 
 
 _FORMAT_KEYS = frozenset(
     {"cassette", "seamkit", "model", "output_modes", "created", "seq", "call", "request"}
     | {"deltas", "turn", "error", "text", "args", "index", "id", "name", "class", "message"}
-    | {"provider", "hint"}
+    | {"provider", "hint", "closed"}
     | {
         key
         for kind in (
@@ -192,6 +207,15 @@ def _answered(
         "request": request.model_dump(mode="json"),
         "deltas": deltas,
         "turn": turn.model_dump(mode="json"),
+    }
+
+
+def _closed(request: ModelRequest, deltas: list[JsonValue]) -> dict[str, JsonValue]:
+    return {
+        "call": "stream",
+        "request": request.model_dump(mode="json"),
+        "deltas": deltas,
+        "closed": True,
     }
 
 

@@ -115,6 +115,14 @@ class ReplayModel:
     def _turn(self, exchange: Exchange) -> ModelTurn:
         if exchange.error is not None:
             raise _recorded_error(exchange.error)
+        if exchange.closed:
+            raise ModelError(
+                f"replay cassette {str(self.cassette.path)!r} seq {exchange.seq}: the recorded "
+                f"stream was closed after {len(exchange.deltas)} deltas (a guard stopped the "
+                "run, or it was cancelled), and this run read further",
+                provider="replay",
+                hint="record the run again (seamkit run --record FILE)",
+            )
         return ModelTurn.model_validate(exchange.turn)
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
@@ -125,7 +133,8 @@ class ReplayModel:
         self, request: ModelRequest
     ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
         """The recorded deltas, then the recorded turn (or error); a recorded
-        ``complete`` streams its text as one delta."""
+        ``complete`` streams its text as one delta. A stream recorded closed
+        early plays its deltas, then fails if read further."""
         exchange = self._take(request)
         for delta in exchange.deltas:
             yield delta

@@ -287,12 +287,13 @@ async def test_a_short_secret_does_not_break_the_cassettes_shape(
     assert isinstance(other.outcome, seamkit.Failed)
 
 
-async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path) -> None:
+async def test_the_header_names_the_model_and_nothing_secret(tmp_path: Path) -> None:
     canary = "sk-canary-0d1f7a9e3b"
     app = tmp_path / "app.yaml"
     app.write_text(
         "name: keyed\nmodel:\n  provider: openai\n  name: gpt-test\n"
-        "  api_key: ${secret:CASSETTE_KEY}\n  base_url: http://127.0.0.1:9/v1\n"
+        "  api_key: ${secret:CASSETTE_KEY}\n"
+        f"  base_url: http://ann:{canary}@127.0.0.1:9/v1?key={canary}#{canary}\n"
     )
     os.environ["CASSETTE_KEY"] = canary
     try:
@@ -307,7 +308,11 @@ async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path
     assert canary not in text
     header = _lines(cassette)[0]
     assert header["model"]["provider"] == "openai" and header["model"]["name"] == "gpt-test"
-    assert header["model"]["api_key"] == "${secret:CASSETTE_KEY}"
+    assert header["model"] == {
+        "provider": "openai",
+        "name": "gpt-test",
+        "base_url": "http://127.0.0.1:9/v1",
+    }  # only these: a config may hold keys in plain text
     assert header["output_modes"] == ["native", "tool"]
     assert canary not in (result.text or "")
 
@@ -623,3 +628,34 @@ async def test_a_stream_a_text_guard_stops_is_recorded_and_replays(
     request = ModelRequest.model_validate(line["request"])
     with pytest.raises(seamkit.ModelError, match="seq 0: the recorded stream was closed"):
         await _call(replay, request, True)
+
+
+def test_no_key_of_the_models_config_reaches_the_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.plugins.openai_server import ReplayServer, Reply  # lazy: starts uvicorn
+
+    in_header, in_env, in_key, in_url = (f"canary-{n}-5c0e9a7d31" for n in range(4))
+    monkeypatch.setenv("CASSETTE_HEADER", in_env)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", in_key)
+    cassette = tmp_path / "run.jsonl"
+    with ReplayServer() as server:
+        server.script("claude-test", Reply.http("basic_response"), path="/v1/messages")
+        root = server.root_url.replace("://", f"://ann:{in_url}@")
+        app = tmp_path / "app.yaml"
+        app.write_text(
+            "name: keyed\nmodel:\n  provider: anthropic\n  name: claude-test\n"
+            f"  base_url: {root}\n"
+            f"  headers: {{x-plain: 'Bearer {in_header}', x-env: '${{env:CASSETTE_HEADER}}'}}\n"
+        )
+        result = asyncio.run(_run(app, f"say {in_key} and {in_url}", cassette=cassette))
+    assert result.text == "Hello there!", result.outcome
+    text = cassette.read_text()
+    for canary in (in_header, in_env, in_key, in_url):
+        assert canary not in text
+    assert _lines(cassette)[0]["model"] == {
+        "provider": "anthropic",
+        "name": "claude-test",
+        "base_url": server.root_url,
+    }
+    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == "say *** and ***"

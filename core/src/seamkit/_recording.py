@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, JsonValue
 
 from ._cassette import VERSION, Call, delta_json
 from ._errors import SeamkitError
-from ._secret import Redactor, Secret, secret_json, secret_texts
+from ._secret import Redactor, secret_texts
 from ._types import (
     Document,
     FunctionCall,
@@ -235,30 +236,52 @@ def _failed(
     return entry
 
 
-def _as_written(value: object) -> Any:
-    """``value`` (a config, its fields) as JSON can hold it, each `Secret`
-    as its manifest text (``${secret:VAR}``), never its value."""
-    if isinstance(value, Secret):
-        return secret_json(value, source=True)
-    if isinstance(value, BaseModel):
-        return {name: _as_written(part) for name, part in value}
-    if isinstance(value, dict):
-        return {str(key): _as_written(part) for key, part in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_as_written(part) for part in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+def _base_url(value: object) -> str | None:
+    """A base URL as a header may show it: without its user, password,
+    query and fragment (any of which may carry a key)."""
+    if not isinstance(value, str):
+        return None
+    parts = urlsplit(value)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _header_model(agent: Agent) -> dict[str, JsonValue]:
+    """The header's ``model``: its provider and name, and its base URL
+    (`_base_url`); nothing else of its config, which may hold keys in plain
+    text (a header, an ``${env:...}`` value, ``extra_body``)."""
+    provider, named, name = agent.model_spec.partition(":")
+    model: dict[str, JsonValue] = (
+        {"provider": provider, "name": name} if named else {"name": provider}
+    )
+    config = agent.config.model if agent.config is not None else None
+    if config is not None and (not named or config.provider == provider):
+        model = {"provider": config.provider, "name": getattr(config, "name", None)}
+        url = _base_url(getattr(config, "base_url", None))
+        if url is not None:
+            model["base_url"] = url
+    return model
+
+
+def _model_secrets(inner: Model) -> list[str]:
+    """What the model itself holds secret, beyond the manifest's secrets: its
+    resolved config's keys (one read from ``ANTHROPIC_API_KEY``, say) and
+    a password in its base URL."""
+    config: object = getattr(inner, "config", None)
+    if not isinstance(config, BaseModel):
+        return []
+    found = secret_texts(config)
+    url: object = getattr(config, "base_url", None)
+    if isinstance(url, str):
+        password = urlsplit(url).password
+        if password:
+            found.append(password)
+    return found
 
 
 def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
     from . import __version__  # lazy: the package's version, read from its metadata
 
-    provider, named, name = agent.model_spec.partition(":")
-    model: JsonValue = {"provider": provider, "name": name} if named else {"name": provider}
-    config = agent.config.model if agent.config is not None else None
-    if config is not None and (not named or config.provider == provider):
-        model = _as_written(config)  # (a model built from the manifest is named by its class)
     modes: object = getattr(inner, "output_modes", None)
     listed: JsonValue = None
     if isinstance(modes, Iterable):
@@ -266,7 +289,7 @@ def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
     return {
         "cassette": VERSION,
         "seamkit": __version__,
-        "model": model,
+        "model": _header_model(agent),
         "output_modes": listed,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -303,17 +326,18 @@ def record(
             await agent.run("Hello")
 
     The file gets a header line (the cassette version, seamkit's version,
-    the model's provider and name, secrets as their ``${secret:VAR}``
-    text, and its ``output_modes``), then one line per exchange as it ends:
+    the model's provider, name and base URL, without its user, password or
+    query, and its ``output_modes``), then one line per exchange as it ends:
     a crash leaves the exchanges before it readable. Every text in it is
-    masked with the secrets of the agent's manifest (a secret split over
-    streamed deltas too: those deltas are joined). ``append=True`` continues the
+    masked with the secrets of the agent's manifest and the model's own keys
+    (one read from the environment too), a secret split over streamed
+    deltas too: those deltas are joined. ``append=True`` continues the
     cassette already at ``path`` (its seq numbers go on). Play it back with
     ``model: replay:<path>``. On leaving the block the agent gets its model
     back."""
     target = Path(path)
     inner = agent.model
-    redactor = Redactor(secret_texts(agent.config))
+    redactor = Redactor([*secret_texts(agent.config), *_model_secrets(inner)])
     first = _continued(target) if append else None
     try:
         sink = target.open("a" if first is not None else "w", encoding="utf-8")

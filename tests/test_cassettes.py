@@ -277,10 +277,11 @@ async def test_a_short_secret_does_not_break_the_cassettes_shape(
     recorded = await _run(app, "What is 2 + 3 today?", cassette=cassette)
     lines = _lines(cassette)
     assert set(lines[1]["request"]) == set(ModelRequest.model_fields)
-    assert lines[1]["request"]["messages"][0]["content"] == "What is 2 + 3 ***day?"
+    assert lines[1]["request"]["messages"][0]["content"] == "What is 2 + 3 \x00***day?"
     assert lines[1]["turn"]["finish_reason"] == "tool_calls"  # the format's own words
     assert lines[2]["request"]["messages"][2]["role"] == "tool"
     # A masked secret stands for any text at its place; the rest must still be equal.
+    # (A mask is written after a NUL, JSON's \u0000: a *** the run carried is text.)
     replayed = await _run(app, "What is 2 + 3 today?", model=f"replay:{cassette}")
     assert replayed.text == recorded.text == "2 + 3 = 5."
     other = await _run(app, "What is 2 + 4 today?", model=f"replay:{cassette}")
@@ -658,4 +659,33 @@ def test_no_key_of_the_models_config_reaches_the_cassette(
         "name": "claude-test",
         "base_url": server.root_url,
     }
-    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == "say *** and ***"
+    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == "say \x00*** and \x00***"
+
+
+async def test_a_literal_mask_in_a_message_is_text_not_a_wildcard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("PIN", "to")
+    app = _example(tmp_path, "hello")
+    app.write_text(app.read_text() + "serve: {api_keys: ['${secret:PIN}']}\n")
+    cassette = tmp_path / "run.jsonl"
+    said = "***Note*** What is 2 + 3 today?"  # markdown, and a secret (to)
+    recorded = await _run(app, said, cassette=cassette)
+    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == (
+        "***Note*** What is 2 + 3 \x00***day?"
+    )
+    replayed = await _run(app, said, model=f"replay:{cassette}")
+    assert replayed.text == recorded.text == "2 + 3 = 5."
+    other = await _run(app, "***Else*** What is 2 + 3 today?", model=f"replay:{cassette}")
+    assert isinstance(other.outcome, seamkit.Failed)
+    assert "recorded '***Note*** What is 2 + 3 ***day?'" in other.outcome.error
+
+
+async def test_a_recorded_answer_plays_its_stars_and_nuls_as_said(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    answer = "**bold**, ***both***, and a \x00 NUL \x00***"
+    agent = seamkit.Agent(ScriptedModel([{"text": answer, "deltas": [answer[:9], answer[9:]]}]))
+    with record(agent, cassette):
+        recorded = await _one(agent, "hi", True, None)
+    replayed = await _one(seamkit.Agent(f"replay:{cassette}"), "hi", True, None)
+    assert replayed.text == recorded.text == answer

@@ -40,6 +40,7 @@ from ._errors import ModelError
 from ._types import ToolArgumentsDelta
 
 __all__ = [
+    "MARK",
     "MASK",
     "VERSION",
     "Cassette",
@@ -47,8 +48,11 @@ __all__ = [
     "delta_json",
     "delta_of",
     "differences",
+    "masked_text",
     "matches",
     "normalized",
+    "plain",
+    "plain_text",
     "read_cassette",
 ]
 
@@ -177,12 +181,13 @@ def _exchange(path: Path, number: int, value: JsonValue) -> Exchange:
     if not isinstance(deltas, list):
         raise _bad(path, number, "'deltas' must be a list")
     try:
-        played = tuple(delta_of(item) for item in deltas)
+        played = tuple(delta_of(plain(item)) for item in deltas)
     except ValueError as exc:
         raise _bad(path, number, str(exc)) from None
     kind: Call = "stream" if call == "stream" else "complete"
+    told = plain(error) if isinstance(error, dict) else None
     return Exchange(
-        seq, kind, request, played, turn, error if isinstance(error, dict) else None, closed
+        seq, kind, request, played, plain(turn), told if isinstance(told, dict) else None, closed
     )
 
 
@@ -220,16 +225,74 @@ def normalized(value: JsonValue, ignore: Iterable[re.Pattern[str]] = ()) -> Json
 _ABSENT = object()
 MASK = "***"
 """What a secret is written as (`seamkit.redact`)."""
+MARK = "\x00"
+"""Written before each mask in a cassette's texts (JSON shows it as
+``\\u0000***``), so that a ``***`` the run carried (markdown, say) stays
+text; a NUL the run carried is written twice."""
+
+
+def masked_text(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` as a cassette writes it: each run of overlapping ``spans``
+    (a secret's places, `seamkit.Redactor.spans`) as `MARK` + `MASK`, the
+    rest as it is but for each `MARK` written twice."""
+    pieces: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if end <= done:
+            continue
+        if start >= done:
+            pieces += (text[done:start].replace(MARK, MARK * 2), MARK + MASK)
+        done = end
+    pieces.append(text[done:].replace(MARK, MARK * 2))
+    return "".join(pieces)
+
+
+def _parts(text: str) -> list[str | None]:
+    """A cassette text's pieces: its texts, and ``None`` for each mask."""
+    parts: list[str | None] = []
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == MARK and text.startswith(MARK, i + 1):
+            current.append(MARK)
+            i += 2
+        elif text[i] == MARK and text.startswith(MASK, i + 1):
+            parts += ("".join(current), None)
+            current = []
+            i += 1 + len(MASK)
+        else:
+            current.append(text[i])
+            i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def plain_text(text: str) -> str:
+    """A cassette text as the run saw it, each secret as ``***``."""
+    if MARK not in text:
+        return text
+    return "".join(MASK if part is None else part for part in _parts(text))
+
+
+def plain(value: JsonValue) -> JsonValue:
+    """``value`` (a recorded turn, error...) with every text `plain_text`."""
+    if isinstance(value, str):
+        return plain_text(value)
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {plain_text(key): plain(item) for key, item in value.items()}
+    return value
 
 
 def matches(recorded: JsonValue, now: JsonValue) -> bool:
     """Whether ``now`` is the request ``recorded`` (both normalised): equal,
-    but for a secret masked at the recording (``***``), which stands for any
-    text at its place."""
+    but for a secret masked at the recording, which stands for any text at
+    its place (a ``***`` the run carried is text like any other)."""
     if isinstance(recorded, str) and isinstance(now, str):
-        return recorded == now or (
-            MASK in recorded and _masked(recorded).fullmatch(now) is not None
-        )
+        if MARK not in recorded:
+            return recorded == now
+        return _masked(recorded).fullmatch(now) is not None
     if isinstance(recorded, dict) and isinstance(now, dict):
         return recorded.keys() == now.keys() and all(matches(recorded[k], now[k]) for k in recorded)
     if isinstance(recorded, list) and isinstance(now, list):
@@ -238,7 +301,9 @@ def matches(recorded: JsonValue, now: JsonValue) -> bool:
 
 
 def _masked(text: str) -> re.Pattern[str]:
-    return re.compile(".+?".join(re.escape(part) for part in text.split(MASK)), re.DOTALL)
+    return re.compile(
+        "".join(".+?" if part is None else re.escape(part) for part in _parts(text)), re.DOTALL
+    )
 
 
 def differences(recorded: JsonValue, now: JsonValue) -> list[str]:
@@ -275,9 +340,10 @@ def _walk(path: str, recorded: object, now: object, out: list[str]) -> None:
         return
     where = path or "(request)"
     if isinstance(recorded, str) and isinstance(now, str) and _long(recorded, now):
-        out.append(f"{where}: {_text_difference(recorded, now)}")
+        out.append(f"{where}: {_text_difference(plain_text(recorded), now)}")
         return
-    out.append(f"{where}: recorded {_shown(recorded)} ≠ now {_shown(now)}")
+    shown = plain_text(recorded) if isinstance(recorded, str) else recorded
+    out.append(f"{where}: recorded {_shown(shown)} ≠ now {_shown(now)}")
 
 
 def _long(*texts: str) -> bool:

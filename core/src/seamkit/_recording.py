@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, JsonValue
 
-from ._cassette import VERSION, Call, delta_json
+from ._cassette import VERSION, Call, delta_json, masked_text
 from ._errors import SeamkitError
 from ._secret import Redactor, secret_texts
 from ._types import (
@@ -148,18 +148,22 @@ _WORDS = frozenset({"role", "type", "call", "finish_reason", "mode", "class", "c
 
 def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
     """``entry`` as one cassette line, every text in it (values, and keys
-    that are not the format's own) masked with ``redactor``. (Masking the
-    JSON text instead would mask a short secret inside the format's own
-    keys, ``max_tokens`` for a secret ``k``, and break the line.)"""
+    that are not the format's own) masked with ``redactor`` as
+    `seamkit._cassette.masked_text` writes it. (Masking the JSON text
+    instead would mask a short secret inside the format's own keys,
+    ``max_tokens`` for a secret ``k``, and break the line.)"""
+
+    def text(value: str) -> str:
+        return masked_text(value, redactor.spans(value) if redactor else ())
 
     def walk(value: JsonValue) -> JsonValue:
         if isinstance(value, str):
-            return redactor(value)
+            return text(value)
         if isinstance(value, list):
             return [walk(item) for item in value]
         if isinstance(value, dict):
             return {
-                key if key in _FORMAT_KEYS else redactor(key): (
+                key if key in _FORMAT_KEYS else text(key): (
                     item if key in _WORDS and isinstance(item, str) else walk(item)
                 )
                 for key, item in value.items()
@@ -172,7 +176,8 @@ def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
 def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[JsonValue]:
     """``deltas`` as cassette items. A secret split over several deltas
     (which masking line by line would not see whole) is masked by joining
-    the text deltas (or one call's argument fragments) into one delta."""
+    the text deltas (or one call's argument fragments) into one delta
+    (`_line` masks it)."""
     out: list[str | ToolArgumentsDelta] = []
     streams: dict[int | None, list[str | ToolArgumentsDelta]] = {}
     for delta in deltas:
@@ -185,9 +190,9 @@ def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[
             continue
         first = parts[0]
         merged[key] = (
-            redactor(joined)
+            joined
             if isinstance(first, str)
-            else ToolArgumentsDelta(first.index, first.id, first.name, redactor(joined))
+            else ToolArgumentsDelta(first.index, first.id, first.name, joined)
         )
     placed: set[int | None] = set()
     for delta in deltas:

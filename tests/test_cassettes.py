@@ -689,3 +689,31 @@ async def test_a_recorded_answer_plays_its_stars_and_nuls_as_said(tmp_path: Path
         recorded = await _one(agent, "hi", True, None)
     replayed = await _one(seamkit.Agent(f"replay:{cassette}"), "hi", True, None)
     assert replayed.text == recorded.text == answer
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"turn": {"message": "nope"}}, "line 2: 'turn' is not a ModelTurn: message"),
+        ({"turn": None, "error": {"class": 3}}, "line 2: the error's 'class' must be a string"),
+        (
+            {"turn": None, "error": {"class": "X", "message": "m", "hint": []}},
+            "line 2: the error's 'hint' must be a string",
+        ),
+    ],
+)
+def test_a_hand_edited_cassette_fails_when_loaded_naming_file_and_line(
+    tmp_path: Path, edit: dict[str, Any], said: str
+) -> None:
+    cassette = tmp_path / "run.jsonl"
+    agent = seamkit.Agent(ScriptedModel([{"text": "hi", "deltas": ["h", "i"]}]))
+    with record(agent, cassette):
+        asyncio.run(_one(agent, "hi", True, None))
+    header, line = _lines(cassette)
+    line.update(edit)
+    if line["turn"] is None:
+        del line["turn"]
+    cassette.write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(seamkit.ModelError) as raised:
+        seamkit.Agent(f"replay:{cassette}")
+    assert f"replay cassette '{cassette}' {said}" in str(raised.value)

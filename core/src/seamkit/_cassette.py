@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from ._errors import ModelError
-from ._types import ToolArgumentsDelta
+from ._types import ModelTurn, ToolArgumentsDelta
 
 __all__ = [
     "MARK",
@@ -82,7 +82,7 @@ class Exchange:
     call: Call
     request: JsonValue
     deltas: tuple[str | ToolArgumentsDelta, ...]
-    turn: JsonValue
+    turn: ModelTurn | None
     error: Mapping[str, JsonValue] | None
     closed: bool = False
 
@@ -186,9 +186,29 @@ def _exchange(path: Path, number: int, value: JsonValue) -> Exchange:
         raise _bad(path, number, str(exc)) from None
     kind: Call = "stream" if call == "stream" else "complete"
     told = plain(error) if isinstance(error, dict) else None
+    if isinstance(told, dict):
+        for key in ("class", "message", "provider", "hint"):
+            item = told.get(key)
+            if not isinstance(item, str) and (item is not None or key in ("class", "message")):
+                raise _bad(path, number, f"the error's {key!r} must be a string")
     return Exchange(
-        seq, kind, request, played, plain(turn), told if isinstance(told, dict) else None, closed
+        seq,
+        kind,
+        request,
+        played,
+        None if turn is None else _turn(path, number, plain(turn)),
+        told if isinstance(told, dict) else None,
+        closed,
     )
+
+
+def _turn(path: Path, number: int, value: JsonValue) -> ModelTurn:
+    try:
+        return ModelTurn.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(turn)"
+        raise _bad(path, number, f"'turn' is not a ModelTurn: {where}: {first['msg']}") from None
 
 
 def _bad(path: Path, number: int, what: str) -> ModelError:

@@ -123,7 +123,8 @@ class ReplayModel:
                 provider="replay",
                 hint="record the run again (seamkit run --record FILE)",
             )
-        return ModelTurn.model_validate(exchange.turn)
+        assert exchange.turn is not None  # one of turn, error and closed (read_cassette)
+        return exchange.turn
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """The recorded turn (a recorded stream's turn too), or its error."""

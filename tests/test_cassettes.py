@@ -717,3 +717,41 @@ def test_a_hand_edited_cassette_fails_when_loaded_naming_file_and_line(
     with pytest.raises(seamkit.ModelError) as raised:
         seamkit.Agent(f"replay:{cassette}")
     assert f"replay cassette '{cassette}' {said}" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("name: app\nmodel: scripted:script.yaml\n", "a line is not JSON"),
+        ('{"name": "not a cassette"}\n', "its first line is not a cassette header"),
+        ('{"cassette": 1}\n{"seq": 0, "call": "stream"}\nnot json\n', "a line is not JSON"),
+        ('{"cassette": 1}\n["no seq"]\n', "its last line is not an exchange"),
+        ("plain text, no newline", "it is not a cassette"),
+    ],
+)
+def test_appending_to_what_is_not_a_cassette_is_one_clear_error(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    target = tmp_path / "run.jsonl"
+    target.write_text(text)
+    agent = seamkit.Agent(ScriptedModel([{"text": "hi"}]))
+    with pytest.raises(seamkit.SeamkitError) as raised, record(agent, target, append=True):
+        pass
+    assert f"cannot append to the cassette '{target}': {said}" in str(raised.value)
+    assert target.read_text() == text  # left as it was
+
+
+async def test_append_continues_a_cassette_whose_text_holds_a_line_separator(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "run.jsonl"
+    agent = seamkit.Agent(ScriptedModel([{"text": "a\u2028b"}, {"text": "c"}]))
+    with record(agent, cassette):
+        await agent.run("one")
+    with record(agent, cassette, append=True):
+        await agent.run("two")
+    assert [line.get("seq") for line in map(json.loads, cassette.read_text().split("\n")[:-1])] == [
+        None,
+        0,
+        1,
+    ]

@@ -302,20 +302,43 @@ def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
 
 def _continued(path: Path) -> int | None:
     """The next seq of the cassette at ``path`` (cutting a last line a crash
-    left short), or ``None`` when there is none to continue."""
+    left short), or ``None`` when there is none to continue (no file, an
+    empty one, or a header a crash cut short). Raises `SeamkitError` when the
+    file is not a cassette, or its last whole line is not an exchange."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _not_continued(path, str(getattr(exc, "strerror", None) or "it is not UTF-8"))
     if "\n" not in text:
+        if text and not text.startswith('{"cassette"'):
+            raise _not_continued(path, "it is not a cassette (no header line)")
         return None
     kept = text[: text.rindex("\n") + 1]
+    lines = kept[:-1].split("\n")  # (not splitlines: a text may hold U+2028)
+    try:
+        header, last = json.loads(lines[0]), json.loads(lines[-1])
+    except ValueError:
+        raise _not_continued(path, "a line is not JSON") from None
+    if not isinstance(header, dict) or header.get("cassette") != VERSION:
+        raise _not_continued(path, f"its first line is not a cassette header (version {VERSION})")
+    if len(lines) == 1:
+        seq: object = -1
+    else:
+        seq = last.get("seq") if isinstance(last, dict) else None
+    if not isinstance(seq, int):
+        raise _not_continued(path, "its last line is not an exchange (no 'seq')")
     if kept != text:
         path.write_text(kept, encoding="utf-8")
-    lines = kept.splitlines()
-    last = json.loads(lines[-1]) if len(lines) > 1 else {}
-    seq = last.get("seq") if isinstance(last, dict) else None
-    return seq + 1 if isinstance(seq, int) else 0
+    return seq + 1
+
+
+def _not_continued(path: Path, why: str) -> SeamkitError:
+    return SeamkitError(
+        f"cannot append to the cassette {str(path)!r}: {why}",
+        hint="name a cassette `seamkit run --record` wrote, or a new file",
+    )
 
 
 @contextmanager

@@ -310,7 +310,9 @@ def _continued(path: Path) -> int | None:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _not_continued(path, str(getattr(exc, "strerror", None) or "it is not UTF-8"))
+        raise _not_continued(
+            path, str(getattr(exc, "strerror", None) or "it is not UTF-8")
+        ) from None
     if "\n" not in text:
         if text and not text.startswith('{"cassette"'):
             raise _not_continued(path, "it is not a cassette (no header line)")

@@ -755,3 +755,15 @@ async def test_append_continues_a_cassette_whose_text_holds_a_line_separator(
         0,
         1,
     ]
+
+
+def test_loading_an_app_imports_no_cassette_code(tmp_path: Path) -> None:
+    app = _example(tmp_path, "hello")
+    code = (
+        "import asyncio, sys, seamkit, seamkit._cli._commands\n"
+        f"asyncio.run(seamkit.Agent.load({str(app)!r}))\n"
+        "print(sorted(m for m in sys.modules if m in ('seamkit._cassette', "
+        "'seamkit._replay', 'seamkit._recording')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

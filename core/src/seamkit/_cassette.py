@@ -26,7 +26,6 @@ requests differ.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -373,6 +372,8 @@ def _long(*texts: str) -> bool:
 def _text_difference(recorded: str, now: str) -> str:
     """Where two long texts start to differ, each around it; with a line
     diff (`difflib`) when they have several lines."""
+    import difflib  # lazy: only a failing replay shows a difference
+
     matcher = difflib.SequenceMatcher(None, recorded, now, autojunk=False)
     _, i1, i2, j1, j2 = next(op for op in matcher.get_opcodes() if op[0] != "equal")
     start = max(0, min(i1, j1) - _CONTEXT)

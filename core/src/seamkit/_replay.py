@@ -21,41 +21,16 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import JsonValue
 
 from ._cassette import Cassette, Exchange, differences, matches, normalized, read_cassette
-from ._config import ModelConfig
 from ._errors import ContextLengthExceeded, ModelError, ScriptError
+from ._replay_config import ReplayConfig
 from ._types import ModelRequest, ModelTurn, ToolArgumentsDelta
 
-__all__ = ["ReplayConfig", "ReplayModel"]
+__all__ = ["ReplayConfig", "ReplayModel"]  # ReplayConfig lives in `seamkit._replay_config`
 
 _SHOWN_DIFFERENCES = 8
-
-
-class ReplayConfig(ModelConfig):
-    """``{provider: replay, name: FILE, ignore: [...]}``: a cassette that
-    ``seamkit run --record FILE`` (or `seamkit.testing.record`) wrote,
-    played back instead of the model (no network)."""
-
-    name: str = Field(
-        description="The cassette file (JSON Lines), relative to the manifest's directory."
-    )
-    ignore: list[str] = Field(
-        default_factory=list,
-        description="Regular expressions: what they match in a request's texts may differ "
-        "from the recording (beside injected results' expiry and run ids, always ignored).",
-    )
-
-    @field_validator("ignore")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"ignore pattern {pattern!r} is not a regex: {exc}") from None
-        return patterns
 
 
 class ReplayModel:

@@ -767,3 +767,11 @@ def test_loading_an_app_imports_no_cassette_code(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_guides_cassette_is_not_left_in_the_tree() -> None:
+    where = EXAMPLES.parent.parent
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "docs/examples/hello/run.cassette.jsonl"], cwd=where
+    )
+    assert ignored.returncode == 0  # the guide's `--record` writes it there

@@ -11,8 +11,8 @@ next exchange in order; one past the last exchange fails naming the file.
 
 Requests are compared after `seamkit._cassette.normalized`: an injected
 pair's expiry, run and session ids and what the ``ignore`` patterns match
-may differ, and a secret masked at the recording (``***``) stands for any
-text at its place; nothing else.
+may differ, and a secret masked at the recording (`seamkit._cassette.MARK`
+then ``***``) stands for any text at its place; nothing else.
 """
 
 from __future__ import annotations

@@ -88,18 +88,18 @@ class ReplayModel:
         return self.cassette.exchanges[found]
 
     def _turn(self, exchange: Exchange) -> ModelTurn:
+        """The exchange's turn; else its error, or (closed) why there is none."""
+        if exchange.turn is not None:
+            return exchange.turn
         if exchange.error is not None:
             raise _recorded_error(exchange.error)
-        if exchange.closed:
-            raise ModelError(
-                f"replay cassette {str(self.cassette.path)!r} seq {exchange.seq}: the recorded "
-                f"stream was closed after {len(exchange.deltas)} deltas (a guard stopped the "
-                "run, or it was cancelled), and this run read further",
-                provider="replay",
-                hint="record the run again (seamkit run --record FILE)",
-            )
-        assert exchange.turn is not None  # one of turn, error and closed (read_cassette)
-        return exchange.turn
+        raise ModelError(
+            f"replay cassette {str(self.cassette.path)!r} seq {exchange.seq}: the recorded "
+            f"stream was closed after {len(exchange.deltas)} deltas (a guard stopped the "
+            "run, or it was cancelled), and this run read further",
+            provider="replay",
+            hint="record the run again (seamkit run --record FILE)",
+        )
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """The recorded turn (a recorded stream's turn too), or its error."""

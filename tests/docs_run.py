@@ -152,7 +152,13 @@ DEFAULT_TIMEOUT = 240.0
 
 # Files the examples write when they run: never copied from the repository.
 _EXAMPLE_IGNORE = shutil.ignore_patterns(
-    "__pycache__", "*.pyc", "*.sqlite", "*.sqlite-*", "calls.log", "memories.json"
+    "__pycache__",
+    "*.pyc",
+    "*.sqlite",
+    "*.sqlite-*",
+    "calls.log",
+    "memories.json",
+    "*.cassette.jsonl",
 )
 
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\s`]*)")

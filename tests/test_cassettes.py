@@ -277,22 +277,24 @@ async def test_a_short_secret_does_not_break_the_cassettes_shape(
     recorded = await _run(app, "What is 2 + 3 today?", cassette=cassette)
     lines = _lines(cassette)
     assert set(lines[1]["request"]) == set(ModelRequest.model_fields)
-    assert lines[1]["request"]["messages"][0]["content"] == "What is 2 + 3 ***day?"
+    assert lines[1]["request"]["messages"][0]["content"] == "What is 2 + 3 \x00***day?"
     assert lines[1]["turn"]["finish_reason"] == "tool_calls"  # the format's own words
     assert lines[2]["request"]["messages"][2]["role"] == "tool"
     # A masked secret stands for any text at its place; the rest must still be equal.
+    # (A mask is written after a NUL, JSON's \u0000: a *** the run carried is text.)
     replayed = await _run(app, "What is 2 + 3 today?", model=f"replay:{cassette}")
     assert replayed.text == recorded.text == "2 + 3 = 5."
     other = await _run(app, "What is 2 + 4 today?", model=f"replay:{cassette}")
     assert isinstance(other.outcome, seamkit.Failed)
 
 
-async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path) -> None:
+async def test_the_header_names_the_model_and_nothing_secret(tmp_path: Path) -> None:
     canary = "sk-canary-0d1f7a9e3b"
     app = tmp_path / "app.yaml"
     app.write_text(
         "name: keyed\nmodel:\n  provider: openai\n  name: gpt-test\n"
-        "  api_key: ${secret:CASSETTE_KEY}\n  base_url: http://127.0.0.1:9/v1\n"
+        "  api_key: ${secret:CASSETTE_KEY}\n"
+        f"  base_url: http://ann:{canary}@127.0.0.1:9/v1?key={canary}#{canary}\n"
     )
     os.environ["CASSETTE_KEY"] = canary
     try:
@@ -307,7 +309,11 @@ async def test_the_header_names_the_model_with_secrets_as_written(tmp_path: Path
     assert canary not in text
     header = _lines(cassette)[0]
     assert header["model"]["provider"] == "openai" and header["model"]["name"] == "gpt-test"
-    assert header["model"]["api_key"] == "${secret:CASSETTE_KEY}"
+    assert header["model"] == {
+        "provider": "openai",
+        "name": "gpt-test",
+        "base_url": "http://127.0.0.1:9/v1",
+    }  # only these: a config may hold keys in plain text
     assert header["output_modes"] == ["native", "tool"]
     assert canary not in (result.text or "")
 
@@ -587,3 +593,185 @@ def test_a_server_replays_concurrent_requests_in_any_order(tmp_path: Path) -> No
         assert answers == ["Hello there."] * 4
     finally:
         served.stop()
+
+
+GUARDED_TEXT = """name: stopped
+model: scripted:script.yaml
+hooks:
+  - kind: guard
+    name: plans
+    event: on_text_delta
+    action: block
+    patterns: ['secret plan']
+    reason: the model started on the plan
+"""
+
+
+async def test_a_stream_a_text_guard_stops_is_recorded_and_replays(
+    tmp_path: Path, no_network: None
+) -> None:
+    (tmp_path / "script.yaml").write_text(
+        "- text: Here is the secret plan in full.\n"
+        "  deltas: ['Here is the ', 'secret ', 'plan', ' in full.']\n"
+    )
+    app = tmp_path / "app.yaml"
+    app.write_text(GUARDED_TEXT)
+    cassette = tmp_path / "run.jsonl"
+    recorded = await _run(app, "tell me", cassette=cassette, streamed=True)
+    assert isinstance(recorded.outcome, seamkit.Terminated), recorded.outcome
+    line = _lines(cassette)[1]
+    assert line["closed"] is True and "turn" not in line
+    assert [d["text"] for d in line["deltas"]] == ["Here is the ", "secret ", "plan"]
+    replayed = await _run(app, "tell me", model=f"replay:{cassette}", streamed=True)
+    assert _seen(replayed) == _seen(recorded)
+    # Read past where the recording was closed, the replay says so.
+    replay = seamkit.Agent(f"replay:{cassette}").model
+    request = ModelRequest.model_validate(line["request"])
+    with pytest.raises(seamkit.ModelError, match="seq 0: the recorded stream was closed"):
+        await _call(replay, request, True)
+
+
+def test_no_key_of_the_models_config_reaches_the_cassette(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.plugins.openai_server import ReplayServer, Reply  # lazy: starts uvicorn
+
+    in_header, in_env, in_key, in_url = (f"canary-{n}-5c0e9a7d31" for n in range(4))
+    monkeypatch.setenv("CASSETTE_HEADER", in_env)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", in_key)
+    cassette = tmp_path / "run.jsonl"
+    with ReplayServer() as server:
+        server.script("claude-test", Reply.http("basic_response"), path="/v1/messages")
+        root = server.root_url.replace("://", f"://ann:{in_url}@")
+        app = tmp_path / "app.yaml"
+        app.write_text(
+            "name: keyed\nmodel:\n  provider: anthropic\n  name: claude-test\n"
+            f"  base_url: {root}\n"
+            f"  headers: {{x-plain: 'Bearer {in_header}', x-env: '${{env:CASSETTE_HEADER}}'}}\n"
+        )
+        result = asyncio.run(_run(app, f"say {in_key} and {in_url}", cassette=cassette))
+    assert result.text == "Hello there!", result.outcome
+    text = cassette.read_text()
+    for canary in (in_header, in_env, in_key, in_url):
+        assert canary not in text
+    assert _lines(cassette)[0]["model"] == {
+        "provider": "anthropic",
+        "name": "claude-test",
+        "base_url": server.root_url,
+    }
+    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == "say \x00*** and \x00***"
+
+
+async def test_a_literal_mask_in_a_message_is_text_not_a_wildcard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: None
+) -> None:
+    monkeypatch.setenv("PIN", "to")
+    app = _example(tmp_path, "hello")
+    app.write_text(app.read_text() + "serve: {api_keys: ['${secret:PIN}']}\n")
+    cassette = tmp_path / "run.jsonl"
+    said = "***Note*** What is 2 + 3 today?"  # markdown, and a secret (to)
+    recorded = await _run(app, said, cassette=cassette)
+    assert _lines(cassette)[1]["request"]["messages"][0]["content"] == (
+        "***Note*** What is 2 + 3 \x00***day?"
+    )
+    replayed = await _run(app, said, model=f"replay:{cassette}")
+    assert replayed.text == recorded.text == "2 + 3 = 5."
+    other = await _run(app, "***Else*** What is 2 + 3 today?", model=f"replay:{cassette}")
+    assert isinstance(other.outcome, seamkit.Failed)
+    assert "recorded '***Note*** What is 2 + 3 ***day?'" in other.outcome.error
+
+
+async def test_a_recorded_answer_plays_its_stars_and_nuls_as_said(tmp_path: Path) -> None:
+    cassette = tmp_path / "run.jsonl"
+    answer = "**bold**, ***both***, and a \x00 NUL \x00***"
+    agent = seamkit.Agent(ScriptedModel([{"text": answer, "deltas": [answer[:9], answer[9:]]}]))
+    with record(agent, cassette):
+        recorded = await _one(agent, "hi", True, None)
+    replayed = await _one(seamkit.Agent(f"replay:{cassette}"), "hi", True, None)
+    assert replayed.text == recorded.text == answer
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"turn": {"message": "nope"}}, "line 2: 'turn' is not a ModelTurn: message"),
+        ({"turn": None, "error": {"class": 3}}, "line 2: the error's 'class' must be a string"),
+        (
+            {"turn": None, "error": {"class": "X", "message": "m", "hint": []}},
+            "line 2: the error's 'hint' must be a string",
+        ),
+    ],
+)
+def test_a_hand_edited_cassette_fails_when_loaded_naming_file_and_line(
+    tmp_path: Path, edit: dict[str, Any], said: str
+) -> None:
+    cassette = tmp_path / "run.jsonl"
+    agent = seamkit.Agent(ScriptedModel([{"text": "hi", "deltas": ["h", "i"]}]))
+    with record(agent, cassette):
+        asyncio.run(_one(agent, "hi", True, None))
+    header, line = _lines(cassette)
+    line.update(edit)
+    if line["turn"] is None:
+        del line["turn"]
+    cassette.write_text(json.dumps(header) + "\n" + json.dumps(line) + "\n")
+    with pytest.raises(seamkit.ModelError) as raised:
+        seamkit.Agent(f"replay:{cassette}")
+    assert f"replay cassette '{cassette}' {said}" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("name: app\nmodel: scripted:script.yaml\n", "a line is not JSON"),
+        ('{"name": "not a cassette"}\n', "its first line is not a cassette header"),
+        ('{"cassette": 1}\n{"seq": 0, "call": "stream"}\nnot json\n', "a line is not JSON"),
+        ('{"cassette": 1}\n["no seq"]\n', "its last line is not an exchange"),
+        ("plain text, no newline", "it is not a cassette"),
+    ],
+)
+def test_appending_to_what_is_not_a_cassette_is_one_clear_error(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    target = tmp_path / "run.jsonl"
+    target.write_text(text)
+    agent = seamkit.Agent(ScriptedModel([{"text": "hi"}]))
+    with pytest.raises(seamkit.SeamkitError) as raised, record(agent, target, append=True):
+        pass
+    assert f"cannot append to the cassette '{target}': {said}" in str(raised.value)
+    assert target.read_text() == text  # left as it was
+
+
+async def test_append_continues_a_cassette_whose_text_holds_a_line_separator(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "run.jsonl"
+    agent = seamkit.Agent(ScriptedModel([{"text": "a\u2028b"}, {"text": "c"}]))
+    with record(agent, cassette):
+        await agent.run("one")
+    with record(agent, cassette, append=True):
+        await agent.run("two")
+    assert [line.get("seq") for line in map(json.loads, cassette.read_text().split("\n")[:-1])] == [
+        None,
+        0,
+        1,
+    ]
+
+
+def test_loading_an_app_imports_no_cassette_code(tmp_path: Path) -> None:
+    app = _example(tmp_path, "hello")
+    code = (
+        "import asyncio, sys, seamkit, seamkit._cli._commands\n"
+        f"asyncio.run(seamkit.Agent.load({str(app)!r}))\n"
+        "print(sorted(m for m in sys.modules if m in ('seamkit._cassette', "
+        "'seamkit._replay', 'seamkit._recording')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_guides_cassette_is_not_left_in_the_tree() -> None:
+    where = EXAMPLES.parent.parent
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "docs/examples/hello/run.cassette.jsonl"], cwd=where
+    )
+    assert ignored.returncode == 0  # the guide's `--record` writes it there

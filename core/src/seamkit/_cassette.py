@@ -13,6 +13,10 @@ every exchange that ended before it)::
      "turn": <ModelTurn>}
     {"seq": 1, "call": "complete", "request": <ModelRequest>,
      "error": {"class": "ContextLengthExceeded", "message": ..., "provider": ..., "hint": ...}}
+    {"seq": 2, "call": "stream", "request": <ModelRequest>, "deltas": [...], "closed": true}
+
+(the last: a stream its reader closed before the turn, as when a text
+guard stops the run).
 
 `normalized` masks what legitimately differs between two runs of the same
 app (an injected pair's expiry, run and session ids, and a replay's
@@ -22,7 +26,6 @@ requests differ.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -30,12 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import JsonValue
+from pydantic import JsonValue, ValidationError
 
 from ._errors import ModelError
-from ._types import ToolArgumentsDelta
+from ._types import ModelTurn, ToolArgumentsDelta
 
 __all__ = [
+    "MARK",
     "MASK",
     "VERSION",
     "Cassette",
@@ -43,8 +47,11 @@ __all__ = [
     "delta_json",
     "delta_of",
     "differences",
+    "masked_text",
     "matches",
     "normalized",
+    "plain",
+    "plain_text",
     "read_cassette",
 ]
 
@@ -67,14 +74,16 @@ _CONTEXT = 24
 @dataclass(frozen=True, slots=True)
 class Exchange:
     """One recorded model call: its request (as JSON), and the deltas and
-    turn it streamed, or the error it raised."""
+    turn it streamed, or the error it raised, or (``closed``) the deltas
+    streamed before its reader closed the stream."""
 
     seq: int
     call: Call
     request: JsonValue
     deltas: tuple[str | ToolArgumentsDelta, ...]
-    turn: JsonValue
+    turn: ModelTurn | None
     error: Mapping[str, JsonValue] | None
+    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,20 +164,50 @@ def _exchange(path: Path, number: int, value: JsonValue) -> Exchange:
         raise _bad(path, number, "an exchange must be a JSON object")
     seq, call, request = value.get("seq"), value.get("call"), value.get("request")
     error, turn, deltas = value.get("error"), value.get("turn"), value.get("deltas", [])
+    closed = value.get("closed", False)
     if not isinstance(seq, int) or call not in ("stream", "complete"):
         raise _bad(path, number, "an exchange needs 'seq' (an integer) and 'call'")
     if not isinstance(request, dict):
         raise _bad(path, number, "an exchange needs 'request' (a ModelRequest)")
-    if (turn is None) == (error is None) or (error is not None and not isinstance(error, dict)):
-        raise _bad(path, number, "an exchange has either 'turn' or 'error' (a mapping)")
+    if not isinstance(closed, bool) or (closed and call != "stream"):
+        raise _bad(path, number, "'closed' is true (a stream closed early) or absent")
+    if [turn is not None, error is not None, closed].count(True) != 1 or (
+        error is not None and not isinstance(error, dict)
+    ):
+        raise _bad(
+            path, number, "an exchange has either 'turn', 'error' (a mapping) or 'closed': true"
+        )
     if not isinstance(deltas, list):
         raise _bad(path, number, "'deltas' must be a list")
     try:
-        played = tuple(delta_of(item) for item in deltas)
+        played = tuple(delta_of(plain(item)) for item in deltas)
     except ValueError as exc:
         raise _bad(path, number, str(exc)) from None
     kind: Call = "stream" if call == "stream" else "complete"
-    return Exchange(seq, kind, request, played, turn, error if isinstance(error, dict) else None)
+    told = plain(error) if isinstance(error, dict) else None
+    if isinstance(told, dict):
+        for key in ("class", "message", "provider", "hint"):
+            item = told.get(key)
+            if not isinstance(item, str) and (item is not None or key in ("class", "message")):
+                raise _bad(path, number, f"the error's {key!r} must be a string")
+    return Exchange(
+        seq,
+        kind,
+        request,
+        played,
+        None if turn is None else _turn(path, number, plain(turn)),
+        told if isinstance(told, dict) else None,
+        closed,
+    )
+
+
+def _turn(path: Path, number: int, value: JsonValue) -> ModelTurn:
+    try:
+        return ModelTurn.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(turn)"
+        raise _bad(path, number, f"'turn' is not a ModelTurn: {where}: {first['msg']}") from None
 
 
 def _bad(path: Path, number: int, what: str) -> ModelError:
@@ -205,16 +244,74 @@ def normalized(value: JsonValue, ignore: Iterable[re.Pattern[str]] = ()) -> Json
 _ABSENT = object()
 MASK = "***"
 """What a secret is written as (`seamkit.redact`)."""
+MARK = "\x00"
+"""Written before each mask in a cassette's texts (JSON shows it as
+``\\u0000***``), so that a ``***`` the run carried (markdown, say) stays
+text; a NUL the run carried is written twice."""
+
+
+def masked_text(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """``text`` as a cassette writes it: each run of overlapping ``spans``
+    (a secret's places, `seamkit.Redactor.spans`) as `MARK` + `MASK`, the
+    rest as it is but for each `MARK` written twice."""
+    pieces: list[str] = []
+    done = 0
+    for start, end in sorted(spans):
+        if end <= done:
+            continue
+        if start >= done:
+            pieces += (text[done:start].replace(MARK, MARK * 2), MARK + MASK)
+        done = end
+    pieces.append(text[done:].replace(MARK, MARK * 2))
+    return "".join(pieces)
+
+
+def _parts(text: str) -> list[str | None]:
+    """A cassette text's pieces: its texts, and ``None`` for each mask."""
+    parts: list[str | None] = []
+    current: list[str] = []
+    i = 0
+    while i < len(text):
+        if text[i] == MARK and text.startswith(MARK, i + 1):
+            current.append(MARK)
+            i += 2
+        elif text[i] == MARK and text.startswith(MASK, i + 1):
+            parts += ("".join(current), None)
+            current = []
+            i += 1 + len(MASK)
+        else:
+            current.append(text[i])
+            i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def plain_text(text: str) -> str:
+    """A cassette text as the run saw it, each secret as ``***``."""
+    if MARK not in text:
+        return text
+    return "".join(MASK if part is None else part for part in _parts(text))
+
+
+def plain(value: JsonValue) -> JsonValue:
+    """``value`` (a recorded turn, error...) with every text `plain_text`."""
+    if isinstance(value, str):
+        return plain_text(value)
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {plain_text(key): plain(item) for key, item in value.items()}
+    return value
 
 
 def matches(recorded: JsonValue, now: JsonValue) -> bool:
     """Whether ``now`` is the request ``recorded`` (both normalised): equal,
-    but for a secret masked at the recording (``***``), which stands for any
-    text at its place."""
+    but for a secret masked at the recording, which stands for any text at
+    its place (a ``***`` the run carried is text like any other)."""
     if isinstance(recorded, str) and isinstance(now, str):
-        return recorded == now or (
-            MASK in recorded and _masked(recorded).fullmatch(now) is not None
-        )
+        if MARK not in recorded:
+            return recorded == now
+        return _masked(recorded).fullmatch(now) is not None
     if isinstance(recorded, dict) and isinstance(now, dict):
         return recorded.keys() == now.keys() and all(matches(recorded[k], now[k]) for k in recorded)
     if isinstance(recorded, list) and isinstance(now, list):
@@ -223,7 +320,9 @@ def matches(recorded: JsonValue, now: JsonValue) -> bool:
 
 
 def _masked(text: str) -> re.Pattern[str]:
-    return re.compile(".+?".join(re.escape(part) for part in text.split(MASK)), re.DOTALL)
+    return re.compile(
+        "".join(".+?" if part is None else re.escape(part) for part in _parts(text)), re.DOTALL
+    )
 
 
 def differences(recorded: JsonValue, now: JsonValue) -> list[str]:
@@ -260,9 +359,10 @@ def _walk(path: str, recorded: object, now: object, out: list[str]) -> None:
         return
     where = path or "(request)"
     if isinstance(recorded, str) and isinstance(now, str) and _long(recorded, now):
-        out.append(f"{where}: {_text_difference(recorded, now)}")
+        out.append(f"{where}: {_text_difference(plain_text(recorded), now)}")
         return
-    out.append(f"{where}: recorded {_shown(recorded)} ≠ now {_shown(now)}")
+    shown = plain_text(recorded) if isinstance(recorded, str) else recorded
+    out.append(f"{where}: recorded {_shown(shown)} ≠ now {_shown(now)}")
 
 
 def _long(*texts: str) -> bool:
@@ -272,6 +372,8 @@ def _long(*texts: str) -> bool:
 def _text_difference(recorded: str, now: str) -> str:
     """Where two long texts start to differ, each around it; with a line
     diff (`difflib`) when they have several lines."""
+    import difflib  # lazy: only a failing replay shows a difference
+
     matcher = difflib.SequenceMatcher(None, recorded, now, autojunk=False)
     _, i1, i2, j1, j2 = next(op for op in matcher.get_opcodes() if op[0] != "equal")
     start = max(0, min(i1, j1) - _CONTEXT)

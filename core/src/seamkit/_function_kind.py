@@ -24,7 +24,7 @@ from ._config import ModelConfig, ToolConfig
 from ._errors import SeamkitError
 from ._events import hookimpl
 from ._registry import BuildContext, RegisterModel, RegisterToolKind
-from ._replay import ReplayConfig, ReplayModel
+from ._replay_config import ReplayConfig
 from ._scripted import ScriptedModel
 from ._tool import Tool
 from ._tool_settings import SETTING_FIELDS, PerTool
@@ -182,6 +182,8 @@ def _scripted(config: ModelConfig, build: BuildContext) -> Model:
 
 
 def _replay(config: ReplayConfig, build: BuildContext) -> Model:
+    from ._replay import ReplayModel  # lazy: cassette reading (difflib) only when replaying
+
     return ReplayModel.load(config.name, base_dir=build.base_dir, ignore=tuple(config.ignore))
 
 

@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, JsonValue
 
-from ._cassette import VERSION, Call, delta_json
+from ._cassette import VERSION, Call, delta_json, masked_text
 from ._errors import SeamkitError
-from ._secret import Redactor, Secret, secret_json, secret_texts
+from ._secret import Redactor, secret_texts
 from ._types import (
     Document,
     FunctionCall,
@@ -87,26 +88,41 @@ class RecordingModel:
     async def stream(
         self, request: ModelRequest
     ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
-        """``inner``'s deltas and turn, recorded when the turn comes (or
-        the stream fails)."""
+        """``inner``'s deltas and turn, recorded when the turn comes (or the
+        stream fails). A stream its reader closes before the turn (a text
+        guard stopped the run, or it was cancelled) is recorded with the
+        deltas read so far and ``"closed": true``."""
         deltas: list[str | ToolArgumentsDelta] = []
+        written = False
+        items = self.inner.stream(request)
         try:
-            async for item in self.inner.stream(request):
+            async for item in items:
                 if isinstance(item, ModelTurn):
                     kept = _masked(deltas, self._redactor)
                     self._write(_answered("stream", request, kept, item))
+                    written = True
                 else:
                     deltas.append(item)
                 yield item
         except Exception as exc:
-            self._write(_failed("stream", request, exc, _masked(deltas, self._redactor)))
+            if not written:
+                kept = _masked(deltas, self._redactor)
+                self._write(_failed("stream", request, exc, kept))
             raise
+        except BaseException:  # GeneratorExit, CancelledError: the reader stopped
+            if not written:
+                self._write(_closed(request, _masked(deltas, self._redactor)))
+            raise
+        finally:  # the inner stream (and its connection) closes now, not at GC
+            close = getattr(items, "aclose", None)
+            if close is not None:
+                await close()
 
 
 _FORMAT_KEYS = frozenset(
     {"cassette", "seamkit", "model", "output_modes", "created", "seq", "call", "request"}
     | {"deltas", "turn", "error", "text", "args", "index", "id", "name", "class", "message"}
-    | {"provider", "hint"}
+    | {"provider", "hint", "closed"}
     | {
         key
         for kind in (
@@ -132,18 +148,22 @@ _WORDS = frozenset({"role", "type", "call", "finish_reason", "mode", "class", "c
 
 def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
     """``entry`` as one cassette line, every text in it (values, and keys
-    that are not the format's own) masked with ``redactor``. (Masking the
-    JSON text instead would mask a short secret inside the format's own
-    keys, ``max_tokens`` for a secret ``k``, and break the line.)"""
+    that are not the format's own) masked with ``redactor`` as
+    `seamkit._cassette.masked_text` writes it. (Masking the JSON text
+    instead would mask a short secret inside the format's own keys,
+    ``max_tokens`` for a secret ``k``, and break the line.)"""
+
+    def text(value: str) -> str:
+        return masked_text(value, redactor.spans(value) if redactor else ())
 
     def walk(value: JsonValue) -> JsonValue:
         if isinstance(value, str):
-            return redactor(value)
+            return text(value)
         if isinstance(value, list):
             return [walk(item) for item in value]
         if isinstance(value, dict):
             return {
-                key if key in _FORMAT_KEYS else redactor(key): (
+                key if key in _FORMAT_KEYS else text(key): (
                     item if key in _WORDS and isinstance(item, str) else walk(item)
                 )
                 for key, item in value.items()
@@ -156,7 +176,8 @@ def _line(entry: dict[str, JsonValue], redactor: Redactor) -> str:
 def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[JsonValue]:
     """``deltas`` as cassette items. A secret split over several deltas
     (which masking line by line would not see whole) is masked by joining
-    the text deltas (or one call's argument fragments) into one delta."""
+    the text deltas (or one call's argument fragments) into one delta
+    (`_line` masks it)."""
     out: list[str | ToolArgumentsDelta] = []
     streams: dict[int | None, list[str | ToolArgumentsDelta]] = {}
     for delta in deltas:
@@ -169,9 +190,9 @@ def _masked(deltas: list[str | ToolArgumentsDelta], redactor: Redactor) -> list[
             continue
         first = parts[0]
         merged[key] = (
-            redactor(joined)
+            joined
             if isinstance(first, str)
-            else ToolArgumentsDelta(first.index, first.id, first.name, redactor(joined))
+            else ToolArgumentsDelta(first.index, first.id, first.name, joined)
         )
     placed: set[int | None] = set()
     for delta in deltas:
@@ -195,6 +216,15 @@ def _answered(
     }
 
 
+def _closed(request: ModelRequest, deltas: list[JsonValue]) -> dict[str, JsonValue]:
+    return {
+        "call": "stream",
+        "request": request.model_dump(mode="json"),
+        "deltas": deltas,
+        "closed": True,
+    }
+
+
 def _failed(
     call: Call, request: ModelRequest, exc: Exception, deltas: list[JsonValue]
 ) -> dict[str, JsonValue]:
@@ -211,30 +241,52 @@ def _failed(
     return entry
 
 
-def _as_written(value: object) -> Any:
-    """``value`` (a config, its fields) as JSON can hold it, each `Secret`
-    as its manifest text (``${secret:VAR}``), never its value."""
-    if isinstance(value, Secret):
-        return secret_json(value, source=True)
-    if isinstance(value, BaseModel):
-        return {name: _as_written(part) for name, part in value}
-    if isinstance(value, dict):
-        return {str(key): _as_written(part) for key, part in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_as_written(part) for part in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+def _base_url(value: object) -> str | None:
+    """A base URL as a header may show it: without its user, password,
+    query and fragment (any of which may carry a key)."""
+    if not isinstance(value, str):
+        return None
+    parts = urlsplit(value)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def _header_model(agent: Agent) -> dict[str, JsonValue]:
+    """The header's ``model``: its provider and name, and its base URL
+    (`_base_url`); nothing else of its config, which may hold keys in plain
+    text (a header, an ``${env:...}`` value, ``extra_body``)."""
+    provider, named, name = agent.model_spec.partition(":")
+    model: dict[str, JsonValue] = (
+        {"provider": provider, "name": name} if named else {"name": provider}
+    )
+    config = agent.config.model if agent.config is not None else None
+    if config is not None and (not named or config.provider == provider):
+        model = {"provider": config.provider, "name": getattr(config, "name", None)}
+        url = _base_url(getattr(config, "base_url", None))
+        if url is not None:
+            model["base_url"] = url
+    return model
+
+
+def _model_secrets(inner: Model) -> list[str]:
+    """What the model itself holds secret, beyond the manifest's secrets: its
+    resolved config's keys (one read from ``ANTHROPIC_API_KEY``, say) and
+    a password in its base URL."""
+    config: object = getattr(inner, "config", None)
+    if not isinstance(config, BaseModel):
+        return []
+    found = secret_texts(config)
+    url: object = getattr(config, "base_url", None)
+    if isinstance(url, str):
+        password = urlsplit(url).password
+        if password:
+            found.append(password)
+    return found
 
 
 def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
     from . import __version__  # lazy: the package's version, read from its metadata
 
-    provider, named, name = agent.model_spec.partition(":")
-    model: JsonValue = {"provider": provider, "name": name} if named else {"name": provider}
-    config = agent.config.model if agent.config is not None else None
-    if config is not None and (not named or config.provider == provider):
-        model = _as_written(config)  # (a model built from the manifest is named by its class)
     modes: object = getattr(inner, "output_modes", None)
     listed: JsonValue = None
     if isinstance(modes, Iterable):
@@ -242,7 +294,7 @@ def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
     return {
         "cassette": VERSION,
         "seamkit": __version__,
-        "model": model,
+        "model": _header_model(agent),
         "output_modes": listed,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -250,20 +302,45 @@ def _header(agent: Agent, inner: Model) -> dict[str, JsonValue]:
 
 def _continued(path: Path) -> int | None:
     """The next seq of the cassette at ``path`` (cutting a last line a crash
-    left short), or ``None`` when there is none to continue."""
+    left short), or ``None`` when there is none to continue (no file, an
+    empty one, or a header a crash cut short). Raises `SeamkitError` when the
+    file is not a cassette, or its last whole line is not an exchange."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _not_continued(
+            path, str(getattr(exc, "strerror", None) or "it is not UTF-8")
+        ) from None
     if "\n" not in text:
+        if text and not text.startswith('{"cassette"'):
+            raise _not_continued(path, "it is not a cassette (no header line)")
         return None
     kept = text[: text.rindex("\n") + 1]
+    lines = kept[:-1].split("\n")  # (not splitlines: a text may hold U+2028)
+    try:
+        header, last = json.loads(lines[0]), json.loads(lines[-1])
+    except ValueError:
+        raise _not_continued(path, "a line is not JSON") from None
+    if not isinstance(header, dict) or header.get("cassette") != VERSION:
+        raise _not_continued(path, f"its first line is not a cassette header (version {VERSION})")
+    if len(lines) == 1:
+        seq: object = -1
+    else:
+        seq = last.get("seq") if isinstance(last, dict) else None
+    if not isinstance(seq, int):
+        raise _not_continued(path, "its last line is not an exchange (no 'seq')")
     if kept != text:
         path.write_text(kept, encoding="utf-8")
-    lines = kept.splitlines()
-    last = json.loads(lines[-1]) if len(lines) > 1 else {}
-    seq = last.get("seq") if isinstance(last, dict) else None
-    return seq + 1 if isinstance(seq, int) else 0
+    return seq + 1
+
+
+def _not_continued(path: Path, why: str) -> SeamkitError:
+    return SeamkitError(
+        f"cannot append to the cassette {str(path)!r}: {why}",
+        hint="name a cassette `seamkit run --record` wrote, or a new file",
+    )
 
 
 @contextmanager
@@ -279,17 +356,18 @@ def record(
             await agent.run("Hello")
 
     The file gets a header line (the cassette version, seamkit's version,
-    the model's provider and name, secrets as their ``${secret:VAR}``
-    text, and its ``output_modes``), then one line per exchange as it ends:
+    the model's provider, name and base URL, without its user, password or
+    query, and its ``output_modes``), then one line per exchange as it ends:
     a crash leaves the exchanges before it readable. Every text in it is
-    masked with the secrets of the agent's manifest (a secret split over
-    streamed deltas too: those deltas are joined). ``append=True`` continues the
+    masked with the secrets of the agent's manifest and the model's own keys
+    (one read from the environment too), a secret split over streamed
+    deltas too: those deltas are joined. ``append=True`` continues the
     cassette already at ``path`` (its seq numbers go on). Play it back with
     ``model: replay:<path>``. On leaving the block the agent gets its model
     back."""
     target = Path(path)
     inner = agent.model
-    redactor = Redactor(secret_texts(agent.config))
+    redactor = Redactor([*secret_texts(agent.config), *_model_secrets(inner)])
     first = _continued(target) if append else None
     try:
         sink = target.open("a" if first is not None else "w", encoding="utf-8")

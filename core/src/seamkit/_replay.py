@@ -11,8 +11,8 @@ next exchange in order; one past the last exchange fails naming the file.
 
 Requests are compared after `seamkit._cassette.normalized`: an injected
 pair's expiry, run and session ids and what the ``ignore`` patterns match
-may differ, and a secret masked at the recording (``***``) stands for any
-text at its place; nothing else.
+may differ, and a secret masked at the recording (`seamkit._cassette.MARK`
+then ``***``) stands for any text at its place; nothing else.
 """
 
 from __future__ import annotations
@@ -21,41 +21,16 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import JsonValue
 
 from ._cassette import Cassette, Exchange, differences, matches, normalized, read_cassette
-from ._config import ModelConfig
 from ._errors import ContextLengthExceeded, ModelError, ScriptError
+from ._replay_config import ReplayConfig
 from ._types import ModelRequest, ModelTurn, ToolArgumentsDelta
 
-__all__ = ["ReplayConfig", "ReplayModel"]
+__all__ = ["ReplayConfig", "ReplayModel"]  # ReplayConfig lives in `seamkit._replay_config`
 
 _SHOWN_DIFFERENCES = 8
-
-
-class ReplayConfig(ModelConfig):
-    """``{provider: replay, name: FILE, ignore: [...]}``: a cassette that
-    ``seamkit run --record FILE`` (or `seamkit.testing.record`) wrote,
-    played back instead of the model (no network)."""
-
-    name: str = Field(
-        description="The cassette file (JSON Lines), relative to the manifest's directory."
-    )
-    ignore: list[str] = Field(
-        default_factory=list,
-        description="Regular expressions: what they match in a request's texts may differ "
-        "from the recording (beside injected results' expiry and run ids, always ignored).",
-    )
-
-    @field_validator("ignore")
-    @classmethod
-    def _compiles(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"ignore pattern {pattern!r} is not a regex: {exc}") from None
-        return patterns
 
 
 class ReplayModel:
@@ -113,9 +88,18 @@ class ReplayModel:
         return self.cassette.exchanges[found]
 
     def _turn(self, exchange: Exchange) -> ModelTurn:
+        """The exchange's turn; else its error, or (closed) why there is none."""
+        if exchange.turn is not None:
+            return exchange.turn
         if exchange.error is not None:
             raise _recorded_error(exchange.error)
-        return ModelTurn.model_validate(exchange.turn)
+        raise ModelError(
+            f"replay cassette {str(self.cassette.path)!r} seq {exchange.seq}: the recorded "
+            f"stream was closed after {len(exchange.deltas)} deltas (a guard stopped the "
+            "run, or it was cancelled), and this run read further",
+            provider="replay",
+            hint="record the run again (seamkit run --record FILE)",
+        )
 
     async def complete(self, request: ModelRequest) -> ModelTurn:
         """The recorded turn (a recorded stream's turn too), or its error."""
@@ -125,7 +109,8 @@ class ReplayModel:
         self, request: ModelRequest
     ) -> AsyncIterator[str | ToolArgumentsDelta | ModelTurn]:
         """The recorded deltas, then the recorded turn (or error); a recorded
-        ``complete`` streams its text as one delta."""
+        ``complete`` streams its text as one delta. A stream recorded closed
+        early plays its deltas, then fails if read further."""
         exchange = self._take(request)
         for delta in exchange.deltas:
             yield delta

@@ -33,7 +33,6 @@ from .._loader import get_registry
 from .._manifest import manifest_schema
 from .._output import Output
 from .._persistence._recovery import write_recovery
-from .._recording import record
 from .._timeline import Timeline
 from .._toolmap import ToolMap
 from .._types import Message, RunResult, Suspended
@@ -348,6 +347,8 @@ class Invocation:
             ) as agent:
                 with ExitStack() as recording:
                     if self.record is not None:
+                        from .._recording import record  # lazy: only a run with --record
+
                         recording.enter_context(record(agent, self.record, append=again))
                     await play(agent)
 

@@ -443,6 +443,52 @@ def test_a_token_limit_inside_a_tool_call_fails_with_the_limit_named(
     assert call.function.arguments.startswith('{"filename": "taxes.txt", "lines_of_text"')
 
 
+def test_a_whole_answer_cut_at_the_limit_with_a_call_fails(server: ReplayServer) -> None:
+    # a whole answer's input is always an object: it parses, yet it may be cut short
+    cut = {
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "make_file", "input": {"a": 1}},
+        ],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 3, "output_tokens": 10},
+    }
+    for reason in ("max_tokens", "model_context_window_exceeded"):
+        server.script("l-whole", Reply.json({**cut, "stop_reason": reason}))
+        with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call"):
+            asyncio.run(model_for(server, "l-whole").complete(ask()))
+        server.script("l-whole", Reply.json({**cut, "stop_reason": reason}))
+        with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call"):
+            asyncio.run(streamed(model_for(server, "l-whole"), ask()))
+    # the run's output tool is an answer the run validates
+    output = seamkit.OutputSpec(name="make_file", json_schema={"type": "object"}, mode="tool")
+    server.script("l-whole", Reply.json(cut))
+    turn = asyncio.run(model_for(server, "l-whole").complete(ask(output=output)))
+    assert turn.finish_reason == "length"
+
+
+def test_a_stream_cut_at_the_limit_before_any_fragment_fails(server: ReplayServer) -> None:
+    usage = {"input_tokens": 9, "output_tokens": 1}
+    reply = sse(
+        {"type": "message_start", "message": {"type": "message", "content": [], "usage": usage}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "rm", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": usage},
+        {"type": "message_stop"},
+    )
+    server.script("l-empty", reply)
+    with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call 'rm'"):
+        asyncio.run(streamed(model_for(server, "l-empty"), ask()))
+    server.script("l-empty", reply)
+    with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call 'rm'"):
+        asyncio.run(model_for(server, "l-empty").complete(ask()))
+
+
 def test_pause_turn_is_a_clear_error(server: ReplayServer) -> None:
     paused = {
         "type": "message",

@@ -300,9 +300,16 @@ class AnthropicModel:
     def _finished(
         self, turn: seamkit.ModelTurn, request: seamkit.ModelRequest
     ) -> seamkit.ModelTurn:
-        """``turn``, unless its finish reason says it is not an answer. A turn
-        cut at the token limit in the middle of the run's output tool is an
-        answer: the run tells the model it did not validate."""
+        """``turn``, unless its finish reason says it is not an answer.
+
+        A turn that stopped at the token limit (``max_tokens`` or
+        ``model_context_window_exceeded``) with a tool call in it is an error:
+        a finished call ends with ``stop_reason`` ``tool_use``, so any call in
+        such a turn may be cut short, whether or not its arguments parse (a
+        whole answer's ``input`` is always an object; a stream cut before any
+        fragment gives ``{}``), and a tool must not run on them. The run's own
+        output tool is the exception: it is an answer, which the run
+        validates (and tells the model when it does not)."""
         reason = turn.finish_reason
         if reason == "pause_turn":
             raise seamkit.ModelError(
@@ -315,16 +322,12 @@ class AnthropicModel:
             output = request.output
             answer = output.name if output is not None and output.mode == "tool" else None
             for call in turn.message.tool_calls or ():
-                if call.function.name == answer:
-                    continue
-                try:
-                    json.loads(call.function.arguments)
-                except ValueError:
+                if call.function.name != answer:
                     raise seamkit.ModelError(
                         f"{self.where}: the answer hit the token limit in the middle of "
-                        f"tool call {call.function.name!r}'s arguments",
+                        f"tool call {call.function.name!r}, whose arguments may be cut short",
                         provider=_PROVIDER,
                         hint="raise the request's max_tokens",
-                    ) from None
+                    )
             log.info("%s: the answer stopped at the token limit", self.where)
         return turn

@@ -11,9 +11,13 @@ The turn:
   whole ``input`` object give the same text (arguments cut off by the token
   limit stay as they came, and the finish reason judges them);
 - every other block (``thinking``, ``redacted_thinking``, ``server_tool_use``
-  and whatever comes later) is kept verbatim, in order, as a content part
-  before the text part, so the next request can send it back unchanged; the
-  content stays a plain string when there are none;
+  and whatever comes later) is kept verbatim as a content part, so the next
+  request can send it back unchanged. The content then keeps the answer's
+  block order: each block a part in its place, a text block as a ``text``
+  part and a ``tool_use`` block as a stand-in ``{"type": "tool_use", "id"}``
+  that the request fills from the call (the API wants a turn with thinking
+  sent back exactly as it came, interleaved thinking included). The content
+  stays a plain string when there are no such blocks;
 - its usage counts every input token, read from the cache or written to it
   included, with the cache's share in ``cache_read_tokens`` and
   ``cache_write_tokens``;
@@ -174,12 +178,16 @@ def _turn(
     """The turn ``blocks`` make: ``tool_use`` blocks carry ``arguments`` (the
     raw argument text) in place of ``input``."""
     texts: list[str] = []
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []  # every block in order, calls as stand-ins
+    opaque = False
     calls: list[seamkit.MessageToolCall] = []
     for block in blocks:
         kind = block.get("type")
         if kind == "text":
-            texts.append(_text(block.get("text"), "a text block's text"))
+            text = _text(block.get("text"), "a text block's text")
+            texts.append(text)
+            if text:
+                parts.append({"type": "text", "text": text})
         elif kind == "tool_use":
             _check_call(block)
             calls.append(
@@ -190,18 +198,18 @@ def _turn(
                     ),
                 )
             )
+            parts.append({"type": "tool_use", "id": block["id"]})
         else:
             parts.append(_opaque(block))
+            opaque = True
     text = "".join(texts)
     reason = finish_reason(_text(stop_reason, "the stop_reason") if stop_reason else None)
     if reason == REFUSAL and not text:
         explanation = stop_details.get("explanation") if isinstance(stop_details, dict) else None
         text = explanation if isinstance(explanation, str) and explanation else REFUSED_TEXT
-    content: str | list[dict[str, Any]] | None
-    if parts:
-        content = [*parts, {"type": "text", "text": text}] if text else parts
-    else:
-        content = text if text or not calls else None
+        parts.append({"type": "text", "text": text})
+    plain = text if text or not calls else None
+    content: str | list[dict[str, Any]] | None = parts if opaque else plain
     message = seamkit.Message(role="assistant", content=content, tool_calls=tuple(calls) or None)
     return seamkit.ModelTurn(
         message=message, usage=usage or seamkit.Usage(requests=1), finish_reason=reason

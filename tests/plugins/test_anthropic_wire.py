@@ -11,7 +11,7 @@ import seamkit
 from seamkit import Document, Message, MessageToolCall, ModelRequest, OutputSpec, ToolSpec
 from seamkit.injection import inject_tool_result
 from seamkit.plugins import render_documents as openai_documents
-from seamkit_anthropic import AnthropicConfig
+from seamkit_anthropic import AnthropicCache, AnthropicConfig
 from seamkit_anthropic._model import AnthropicModel
 from seamkit_anthropic._wire import request_body, wire_id
 from seamkit_openai import OpenAIConfig
@@ -375,6 +375,25 @@ def test_auto_places_e_p_s_t() -> None:
 )
 def test_breakpoints_n_takes_the_first_n_of_e_p_s_t(n: int, where: list[Any]) -> None:
     assert marked(body(session(), cache={"breakpoints": n})) == where
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        AnthropicCache.model_fields["breakpoints"].description,
+        AnthropicConfig.model_fields["cache"].description,
+    ],
+)
+def test_the_config_describes_the_breakpoints_in_the_codes_order(description: str | None) -> None:
+    said = description or ""
+    places = [
+        "end of the conversation",
+        "previous request",
+        "after the system text",
+        "after the tools",
+    ]
+    assert all(p in said for p in places), said
+    assert [said.index(p) for p in places] == sorted(said.index(p) for p in places)
 
 
 def test_off_places_none_and_1h_is_said_only_when_configured() -> None:

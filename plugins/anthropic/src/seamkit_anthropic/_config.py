@@ -54,10 +54,10 @@ class AnthropicCache(BaseModel):
         default=MAX_BREAKPOINTS,
         ge=1,
         le=MAX_BREAKPOINTS,
-        description="The most cache_control breakpoints in one request (1 to 4; the "
-        "provider places them after the tools, after the system text and at the end "
-        "of what the previous request already sent, in that order of priority). "
-        "``cache: off`` places none.",
+        description="The most cache_control breakpoints in one request (1 to 4). In "
+        "order of priority, the provider places them at the end of the conversation, "
+        "at the end of what the previous request already sent, after the system text "
+        "and after the tools, and keeps the first ones. ``cache: off`` places none.",
     )
     ttl: Literal["5m", "1h"] = Field(
         default="5m",
@@ -154,10 +154,11 @@ class AnthropicConfig(seamkit.ModelConfig):
     cache: CacheSetting = Field(
         default="auto",
         description="Prompt caching: 'auto' places up to four cache_control breakpoints "
-        "where the prompt stays the same from one request to the next (after the tools, "
-        "after the system text, at the end of what the previous request sent); 'off' "
-        "places none; a mapping {breakpoints, ttl} limits the breakpoints or sets how "
-        "long the cache lives.",
+        "where the prompt stays the same from one request to the next (in order of "
+        "priority: at the end of the conversation, at the end of what the previous "
+        "request sent, after the system text, after the tools); 'off' places none; a "
+        "mapping {breakpoints, ttl} keeps the first breakpoints or sets how long the "
+        "cache lives.",
     )
 
     @field_validator("extra_body")

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import seamkit
-from seamkit_http import key_origin, server_message, shown
+from seamkit_http import key_origin, server_message, shown, token_count
 
 SECRET = "sk-live-0123456789abcdef"
 
@@ -49,3 +49,9 @@ def test_the_key_origin_names_variables_never_the_key() -> None:
     assert key_origin(from_env) == "the API key from OPENAI_API_KEY"
     spelled = seamkit.Secret(SECRET, source="${secret:MY_KEY}")
     assert key_origin(spelled) == "the API key from MY_KEY"
+
+
+def test_a_token_count_is_a_finite_non_negative_number_else_zero() -> None:
+    assert [token_count(v) for v in (3, 4.9, 0)] == [3, 4, 0]
+    odd = (float("nan"), float("inf"), float("-inf"), -1, True, False, "7", None, [1])
+    assert [token_count(v) for v in odd] == [0] * len(odd)

@@ -5,7 +5,8 @@ and a POST retried as the official clients retry, never following a
 redirect), and the wording of errors about a server's answer and an API key
 (`server_message`, `error_object`, `shown`, `key_origin`, `key_refused`,
 `cut_off`), with secrets
-masked before anything is cut short.
+masked before anything is cut short, and `token_count` (a usage count read
+safely).
 
 Importing this module costs next to nothing; httpx loads when an
 `Endpoint` first posts.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from ._counts import token_count as token_count
     from ._cut_off import cut_off as cut_off, stream_progress as stream_progress
     from ._endpoint import (
         ConnectionSettings as ConnectionSettings,
@@ -49,5 +51,6 @@ __getattr__, __dir__, __all__ = lazy_module(
         "server_message": "._messages",
         "shown": "._messages",
         "stream_progress": "._cut_off",
+        "token_count": "._counts",
     },
 )

@@ -41,11 +41,11 @@ A usage count that is not a non-negative whole number counts as 0.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
+from seamkit_http import token_count
 
 __all__ = [
     "REFUSAL",
@@ -92,16 +92,6 @@ def finish_reason(stop_reason: str | None) -> str | None:
     return _REASONS.get(stop_reason, stop_reason)
 
 
-def _count(usage: dict[str, Any], key: str) -> int:
-    """A usage count: 0 unless it is a finite, non-negative number."""
-    value = usage.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if not math.isfinite(value) or value < 0:
-        return 0
-    return int(value)
-
-
 def _text(value: object, what: str) -> str:
     """``value`` when it is a string (``None`` is empty); else `BrokenAnswer`."""
     if value is None:
@@ -128,16 +118,16 @@ def _check_call(block: dict[str, Any]) -> None:
             raise BrokenAnswer(f"a tool_use block has no {key}")
 
 
-def usage_of(usage: Any) -> seamkit.Usage | None:
+def usage_of(usage: object) -> seamkit.Usage | None:
     """A ``usage`` object as a `seamkit.Usage`: ``input_tokens`` counts all
     input (plain, written to the cache, read from it)."""
     if not isinstance(usage, dict):
         return None
-    read = _count(usage, "cache_read_input_tokens")
-    written = _count(usage, "cache_creation_input_tokens")
+    read = token_count(usage.get("cache_read_input_tokens"))
+    written = token_count(usage.get("cache_creation_input_tokens"))
     return seamkit.Usage(
-        input_tokens=_count(usage, "input_tokens") + read + written,
-        output_tokens=_count(usage, "output_tokens"),
+        input_tokens=token_count(usage.get("input_tokens")) + read + written,
+        output_tokens=token_count(usage.get("output_tokens")),
         requests=1,
         cache_read_tokens=read,
         cache_write_tokens=written,

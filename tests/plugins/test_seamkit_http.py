@@ -55,3 +55,26 @@ def test_a_token_count_is_a_finite_non_negative_number_else_zero() -> None:
     assert [token_count(v) for v in (3, 4.9, 0)] == [3, 4, 0]
     odd = (float("nan"), float("inf"), float("-inf"), -1, True, False, "7", None, [1])
     assert [token_count(v) for v in odd] == [0] * len(odd)
+
+
+def test_both_providers_configs_take_the_connection_settings_from_one_place() -> None:
+    from seamkit_anthropic import AnthropicConfig  # lazy: pydantic loads with a config
+    from seamkit_http import ConnectionSettings  # lazy: pydantic loads with it
+    from seamkit_openai import OpenAIConfig  # lazy: pydantic loads with a config
+
+    shared = ConnectionSettings.model_fields
+    assert list(shared) == [
+        "timeout_seconds",
+        "connect_timeout_seconds",
+        "max_retries",
+        "max_connections",
+        "headers",
+        "extra_body",
+    ]
+    for config in (AnthropicConfig, OpenAIConfig):
+        assert issubclass(config, ConnectionSettings)
+        assert issubclass(config, seamkit.ModelConfig)
+        assert "timeout_seconds" not in config.__annotations__  # not declared again
+        for name, field in shared.items():
+            assert config.model_fields[name].description == field.description
+            assert config.model_fields[name].default == field.default

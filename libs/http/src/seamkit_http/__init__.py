@@ -21,12 +21,7 @@ from seamkit.plugins import lazy_module
 if TYPE_CHECKING:
     from ._counts import token_count as token_count
     from ._cut_off import cut_off as cut_off, stream_progress as stream_progress
-    from ._endpoint import (
-        ConnectionSettings as ConnectionSettings,
-        Endpoint as Endpoint,
-        Failure as Failure,
-        RetryRule as RetryRule,
-    )
+    from ._endpoint import Endpoint as Endpoint, Failure as Failure, RetryRule as RetryRule
     from ._messages import (
         MESSAGE_LIMIT as MESSAGE_LIMIT,
         error_object as error_object,
@@ -35,11 +30,12 @@ if TYPE_CHECKING:
         server_message as server_message,
         shown as shown,
     )
+    from ._settings import ConnectionSettings as ConnectionSettings
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
     {
-        "ConnectionSettings": "._endpoint",
+        "ConnectionSettings": "._settings",  # pydantic loads with a config model
         "Endpoint": "._endpoint",  # httpx loads only when it first posts
         "Failure": "._endpoint",
         "MESSAGE_LIMIT": "._messages",

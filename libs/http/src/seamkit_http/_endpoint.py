@@ -19,35 +19,12 @@ from seamkit.plugins import retry_status, retry_wait
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ConnectionSettings", "Endpoint", "Failure", "RetryRule"]
+    from ._settings import ConnectionSettings
+
+__all__ = ["Endpoint", "Failure", "RetryRule"]
 
 _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
-
-
-class ConnectionSettings(Protocol):
-    """What a provider's config says about its connections (both providers'
-    config models have these fields)."""
-
-    @property
-    def timeout_seconds(self) -> float:
-        """Longest wait for the server's next bytes."""
-        ...
-
-    @property
-    def connect_timeout_seconds(self) -> float:
-        """Longest wait to open a connection."""
-        ...
-
-    @property
-    def max_connections(self) -> int:
-        """Connections open at once, at most."""
-        ...
-
-    @property
-    def max_retries(self) -> int:
-        """Retries before any of an answer arrived."""
-        ...
 
 
 class Failure(Protocol):

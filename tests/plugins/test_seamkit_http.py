@@ -78,3 +78,21 @@ def test_both_providers_configs_take_the_connection_settings_from_one_place() ->
         for name, field in shared.items():
             assert config.model_fields[name].description == field.description
             assert config.model_fields[name].default == field.default
+
+
+def test_json_object_parses_an_object_and_quotes_anything_else_masked() -> None:
+    from seamkit_http import json_object  # lazy: beside its test
+
+    assert json_object(b'{"a": 1}', "an answer", where="w", provider="p") == {"a": 1}
+    for raw in (b"[1]", b"not json sk-secret-1", b"\xff\xfe", "null"):
+        try:
+            json_object(
+                raw, "a stream event", where="p at u", provider="p", secrets=["sk-secret-1"]
+            )
+        except seamkit.ModelError as exc:
+            said = str(exc)
+            assert said.startswith("p at u sent a stream event that is not a JSON object: ")
+            assert "sk-secret-1" not in said
+            assert exc.provider == "p"
+        else:
+            raise AssertionError(f"{raw!r} was taken for an object")

@@ -3,7 +3,7 @@
 A library, not a plugin: `Endpoint` (a pooled httpx client per event loop
 and a POST retried as the official clients retry, never following a
 redirect), and the wording of errors about a server's answer and an API key
-(`server_message`, `error_object`, `shown`, `key_origin`, `key_refused`,
+(`server_message`, `error_object`, `json_object`, `shown`, `key_origin`, `key_refused`,
 `cut_off`), with secrets
 masked before anything is cut short, and `token_count` (a usage count read
 safely).
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._messages import (
         MESSAGE_LIMIT as MESSAGE_LIMIT,
         error_object as error_object,
+        json_object as json_object,
         key_origin as key_origin,
         key_refused as key_refused,
         server_message as server_message,
@@ -42,6 +43,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "RetryRule": "._endpoint",
         "cut_off": "._cut_off",
         "error_object": "._messages",
+        "json_object": "._messages",
         "key_origin": "._messages",
         "key_refused": "._messages",
         "server_message": "._messages",

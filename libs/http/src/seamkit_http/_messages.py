@@ -10,7 +10,15 @@ from collections.abc import Mapping, Sequence
 
 import seamkit
 
-__all__ = ["MESSAGE_LIMIT", "error_object", "key_origin", "key_refused", "server_message", "shown"]
+__all__ = [
+    "MESSAGE_LIMIT",
+    "error_object",
+    "json_object",
+    "key_origin",
+    "key_refused",
+    "server_message",
+    "shown",
+]
 
 MESSAGE_LIMIT = 500
 """The most characters of a server's message an error quotes."""
@@ -53,6 +61,24 @@ def shown(raw: str | bytes, secrets: Sequence[str] = (), limit: int = 200) -> st
     error, its ``secrets`` masked before it is cut to ``limit`` characters."""
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     return repr(seamkit.redact(text, secrets)[:limit])
+
+
+def json_object(
+    raw: str | bytes, what: str, *, where: str, provider: str, secrets: Sequence[str] = ()
+) -> dict[str, object]:
+    """``raw`` parsed, when it is a JSON object; else a `seamkit.ModelError`
+    saying that ``where`` sent ``what`` ("an answer", "a stream event") that
+    is not one, quoting its start with ``secrets`` masked (`shown`)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError is one
+        data = None
+    if not isinstance(data, dict):
+        raise seamkit.ModelError(
+            f"{where} sent {what} that is not a JSON object: {shown(raw, secrets)}",
+            provider=provider,
+        )
+    return data
 
 
 def key_origin(key: seamkit.Secret[str] | None) -> str | None:

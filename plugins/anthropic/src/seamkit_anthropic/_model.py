@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from importlib.metadata import version
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, cut_off, key_origin, shown, stream_progress
+from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
 
 from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig
@@ -186,15 +185,7 @@ class AnthropicModel:
     def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
         """``raw`` as a JSON object; an error when it is not one, or when it
         is Anthropic's error object."""
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {shown(raw, self._secrets)}",
-                provider=_PROVIDER,
-            )
+        data = json_object(raw, what, where=self.where, provider=_PROVIDER, secrets=self._secrets)
         if data.get("type") == "error" or isinstance(data.get("error"), dict):
             raise answer_failure(
                 data.get("error"), where=self.where, model=self.config.name, secrets=self._secrets
@@ -238,7 +229,13 @@ class AnthropicModel:
             async for event in events:
                 if not event.data:
                     continue
-                data = self._object_event(event.data)
+                data = json_object(
+                    event.data,
+                    "a stream event",
+                    where=self.where,
+                    provider=_PROVIDER,
+                    secrets=self._secrets,
+                )
                 kind = data.get("type")
                 kind = kind if isinstance(kind, str) else event.event
                 if kind == "error" or event.event == "error":
@@ -265,19 +262,6 @@ class AnthropicModel:
             async with asyncio.timeout(_DRAIN_SECONDS):
                 async for _ in events:
                     pass
-
-    def _object_event(self, raw: str) -> dict[str, Any]:
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not a JSON object: "
-                f"{shown(raw, self._secrets)}",
-                provider=_PROVIDER,
-            )
-        return data
 
     def _cut(self, assembler: TurnAssembler | None, exc: Exception | None) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""

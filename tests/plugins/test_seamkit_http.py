@@ -96,3 +96,33 @@ def test_json_object_parses_an_object_and_quotes_anything_else_masked() -> None:
             assert exc.provider == "p"
         else:
             raise AssertionError(f"{raw!r} was taken for an object")
+
+
+def test_the_failures_every_provider_words_alike() -> None:
+    from seamkit_http import answered, context_too_long, status_failure  # lazy: beside its test
+
+    def status(code: int, said: str) -> seamkit.ModelError | None:
+        return status_failure(
+            code,
+            said,
+            where="p at u",
+            model="m",
+            key=None,
+            attempts=3,
+            provider="p",
+            variable="P_API_KEY",
+            endpoint="/v1/x",
+            root_hint="the root",
+        )
+
+    none = status(401, "no")
+    assert none is not None and "P_API_KEY" in (none.hint or "")
+    missing = status(404, "gone")
+    assert missing is not None
+    assert str(missing).startswith("p at u has no model 'm' or no /v1/x endpoint (404: gone)")
+    assert status(500, "x") is None
+    too_long = context_too_long("p at u", "m", "too big", provider="p")
+    assert isinstance(too_long, seamkit.ContextLengthExceeded)
+    assert str(answered(503, "busy", where="p at u", attempts=3, provider="p")).startswith(
+        "p at u answered 503 after 3 attempts: busy"
+    )

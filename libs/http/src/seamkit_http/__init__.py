@@ -24,12 +24,15 @@ if TYPE_CHECKING:
     from ._endpoint import Endpoint as Endpoint, Failure as Failure, RetryRule as RetryRule
     from ._messages import (
         MESSAGE_LIMIT as MESSAGE_LIMIT,
+        answered as answered,
+        context_too_long as context_too_long,
         error_object as error_object,
         json_object as json_object,
         key_origin as key_origin,
         key_refused as key_refused,
         server_message as server_message,
         shown as shown,
+        status_failure as status_failure,
     )
     from ._settings import ConnectionSettings as ConnectionSettings
 
@@ -41,6 +44,8 @@ __getattr__, __dir__, __all__ = lazy_module(
         "Failure": "._endpoint",
         "MESSAGE_LIMIT": "._messages",
         "RetryRule": "._endpoint",
+        "answered": "._messages",
+        "context_too_long": "._messages",
         "cut_off": "._cut_off",
         "error_object": "._messages",
         "json_object": "._messages",
@@ -48,6 +53,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "key_refused": "._messages",
         "server_message": "._messages",
         "shown": "._messages",
+        "status_failure": "._messages",
         "stream_progress": "._cut_off",
         "token_count": "._counts",
     },

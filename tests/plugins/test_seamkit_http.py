@@ -126,3 +126,53 @@ def test_the_failures_every_provider_words_alike() -> None:
     assert str(answered(503, "busy", where="p at u", attempts=3, provider="p")).startswith(
         "p at u answered 503 after 3 attempts: busy"
     )
+
+
+def test_a_client_is_closed_on_its_own_loop_when_the_loop_changes() -> None:
+    import asyncio  # lazy: beside its test
+    import logging  # lazy: beside its test
+    import threading  # lazy: beside its test
+
+    import httpx  # lazy: the client's type
+    from seamkit_anthropic import AnthropicConfig  # lazy: a config to read settings from
+    from seamkit_http import Endpoint  # lazy: beside its test
+
+    def refuse(*args: object, **kwargs: object) -> seamkit.ModelError:
+        return seamkit.ModelError("no")
+
+    endpoint = Endpoint(
+        "http://127.0.0.1:9/v1/x",
+        headers={},
+        settings=AnthropicConfig(provider="anthropic", name="m"),
+        where="test",
+        provider="p",
+        secrets=(),
+        log=logging.getLogger("test"),
+        failure=refuse,
+    )
+
+    async def client() -> httpx.AsyncClient:
+        return endpoint.client()
+
+    first = asyncio.run(client())
+    second = asyncio.run(client())
+    assert first is not second
+    assert first.is_closed  # closed when its loop shut down
+
+    # a loop still running in another thread: the client is closed there
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+    try:
+        third = asyncio.run_coroutine_threadsafe(client(), other).result(5)
+        fourth = asyncio.run(client())
+        assert fourth is not third
+        for _ in range(100):
+            if third.is_closed:
+                break
+            threading.Event().wait(0.01)
+        assert third.is_closed
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(5)
+        other.close()

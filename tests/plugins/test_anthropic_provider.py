@@ -871,3 +871,20 @@ def test_a_refusal_ends_a_structured_run_failed(server: ReplayServer) -> None:
     assert isinstance(result.outcome, seamkit.Failed)
     assert "refused" in (result.outcome.error or "")
     assert "This request was refused due to policy." in (result.outcome.error or "")
+
+
+def test_the_answer_readers_take_no_any_across_the_module_boundary() -> None:
+    import typing  # lazy: beside its test
+
+    from seamkit_anthropic import _assemble  # lazy: the readers the model calls
+    from seamkit_openai import _assemble as openai_assemble  # lazy: its usage reader
+
+    readers = [
+        _assemble.usage_of,
+        _assemble.turn_from_message,
+        _assemble.TurnAssembler.feed,
+        openai_assemble.usage_of,
+    ]
+    for reader in readers:
+        hints = typing.get_type_hints(reader)
+        assert all("Any" not in repr(h) for h in hints.values()), (reader, hints)

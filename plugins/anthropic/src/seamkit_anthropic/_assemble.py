@@ -161,8 +161,8 @@ def _opaque(block: dict[str, Any]) -> dict[str, Any]:
 
 def _turn(
     blocks: list[dict[str, Any]],
-    stop_reason: str | None,
-    stop_details: Any,
+    stop_reason: object,
+    stop_details: object,
     usage: seamkit.Usage | None,
 ) -> seamkit.ModelTurn:
     """The turn ``blocks`` make: ``tool_use`` blocks carry ``arguments`` (the
@@ -206,7 +206,7 @@ def _turn(
     )
 
 
-def turn_from_message(body: dict[str, Any]) -> seamkit.ModelTurn:
+def turn_from_message(body: dict[str, object]) -> seamkit.ModelTurn:
     """The turn a whole (not streamed) message holds."""
     blocks: list[dict[str, Any]] = []
     content = body.get("content")
@@ -289,7 +289,7 @@ class TurnAssembler:
         self.stopped = False
         self.events = 0
 
-    def feed(self, kind: str, data: dict[str, Any]) -> list[Piece]:
+    def feed(self, kind: str, data: dict[str, object]) -> list[Piece]:
         """Take one event; return what it adds (text or an argument fragment),
         or ``[]``. Events it does not know (and ``ping``) are skipped."""
         self.events += 1
@@ -320,7 +320,7 @@ class TurnAssembler:
             self.stopped = True
         return []
 
-    def _start(self, data: dict[str, Any]) -> list[Piece]:
+    def _start(self, data: dict[str, object]) -> list[Piece]:
         index = data.get("index")
         block = data.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
@@ -339,7 +339,7 @@ class TurnAssembler:
         text = _text(block.get("text"), "a text block's text") if kind == "text" else ""
         return [text] if text else []  # a start with text in it
 
-    def _stop(self, data: dict[str, Any]) -> list[Piece]:
+    def _stop(self, data: dict[str, object]) -> list[Piece]:
         """A call whose input came whole in its start (no ``input_json_delta``,
         as some proxies send it) hands its arguments over as one fragment."""
         index = data.get("index")
@@ -355,7 +355,7 @@ class TurnAssembler:
             ToolArgumentsDelta(block.position, block.data.get("id"), block.data.get("name"), text)
         ]
 
-    def _delta(self, data: dict[str, Any]) -> list[Piece]:
+    def _delta(self, data: dict[str, object]) -> list[Piece]:
         index = data.get("index")
         block = self._blocks.get(index) if isinstance(index, int) else None
         delta = _object(data.get("delta"), "a content_block_delta's delta")

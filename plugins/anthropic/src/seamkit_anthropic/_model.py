@@ -11,7 +11,7 @@ import functools
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
@@ -182,7 +182,7 @@ class AnthropicModel:
             "speaks it faithfully)",
         )
 
-    def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
+    def _object(self, raw: str | bytes, what: str) -> dict[str, object]:
         """``raw`` as a JSON object; an error when it is not one, or when it
         is Anthropic's error object."""
         data = json_object(raw, what, where=self.where, provider=_PROVIDER, secrets=self._secrets)

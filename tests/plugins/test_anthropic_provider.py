@@ -369,7 +369,8 @@ def test_thinking_and_redacted_thinking_round_trip_with_a_tool_call(server: Repl
     body = whole_body("thinking_tool_whole")
     server.script("t-redacted", Reply.http("thinking_tool_whole"))
     turn = asyncio.run(model_for(server, "t-redacted").complete(ask()))
-    assert turn.message.content == body["content"][:2]  # verbatim, in order, no text part
+    # verbatim, in order, the call a stand-in in its place, no text part
+    assert turn.message.content == [*body["content"][:2], {"type": "tool_use", "id": "toolu_01T1x"}]
     assert turn.message.text == ""
     (call,) = turn.message.tool_calls or ()
     assert (call.id, call.function.name) == ("toolu_01T1x", "get_weather")
@@ -378,6 +379,55 @@ def test_thinking_and_redacted_thinking_round_trip_with_a_tool_call(server: Repl
     # the turn survives a round trip through the transcript's JSON unchanged
     again = seamkit.Message.model_validate_json(turn.message.model_dump_json())
     assert again == turn.message
+
+
+INTERLEAVED = [
+    {"type": "thinking", "thinking": "first", "signature": "s1"},
+    {"type": "tool_use", "id": "toolu_a", "name": "look", "input": {"q": 1}},
+    {"type": "redacted_thinking", "data": "opaque"},
+    {"type": "text", "text": "then"},
+    {"type": "thinking", "thinking": "second", "signature": "s2"},
+    {"type": "tool_use", "id": "toolu_b", "name": "look", "input": {"q": 2}},
+]
+
+
+def interleaved_stream() -> Reply:
+    usage = {"input_tokens": 9, "output_tokens": 1}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"type": "message", "content": [], "usage": usage}}
+    ]
+    for index, block in enumerate(INTERLEAVED):
+        start = {**block, "input": {}} if block["type"] == "tool_use" else block
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        if block["type"] == "tool_use":
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events.append({"type": "content_block_delta", "index": index, "delta": delta})
+        events.append({"type": "content_block_stop", "index": index})
+    events.append({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": usage})
+    events.append({"type": "message_stop"})
+    return sse(*events)
+
+
+def test_an_interleaved_answer_is_echoed_block_for_block(server: ReplayServer) -> None:
+    from seamkit_anthropic._wire import request_body  # lazy: the wire, to read the echo
+
+    whole = {
+        "type": "message",
+        "role": "assistant",
+        "content": INTERLEAVED,
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 9, "output_tokens": 1},
+    }
+    server.script("i-order", Reply.json(whole), interleaved_stream())
+    model = model_for(server, "i-order")
+    turn = asyncio.run(model.complete(ask()))
+    *_, streamed_turn = asyncio.run(streamed(model, ask()))
+    assert streamed_turn == turn
+    assert turn.message.text == "then"
+    results = [seamkit.Message.tool(i, "ok") for i in ("toolu_a", "toolu_b")]
+    follow = ask(messages=(seamkit.Message.user("hi"), turn.message, *results))
+    sent = request_body(follow, model.config, stream=False)["messages"][1]["content"]
+    assert [{k: v for k, v in b.items() if k != "cache_control"} for b in sent] == INTERLEAVED
 
 
 def test_thinking_goes_back_unchanged_on_the_next_request(server: ReplayServer) -> None:
@@ -441,6 +491,52 @@ def test_a_token_limit_inside_a_tool_call_fails_with_the_limit_named(
     assert turn.finish_reason == "length"
     (call,) = turn.message.tool_calls or ()
     assert call.function.arguments.startswith('{"filename": "taxes.txt", "lines_of_text"')
+
+
+def test_a_whole_answer_cut_at_the_limit_with_a_call_fails(server: ReplayServer) -> None:
+    # a whole answer's input is always an object: it parses, yet it may be cut short
+    cut = {
+        "type": "message",
+        "role": "assistant",
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "make_file", "input": {"a": 1}},
+        ],
+        "stop_reason": "max_tokens",
+        "usage": {"input_tokens": 3, "output_tokens": 10},
+    }
+    for reason in ("max_tokens", "model_context_window_exceeded"):
+        server.script("l-whole", Reply.json({**cut, "stop_reason": reason}))
+        with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call"):
+            asyncio.run(model_for(server, "l-whole").complete(ask()))
+        server.script("l-whole", Reply.json({**cut, "stop_reason": reason}))
+        with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call"):
+            asyncio.run(streamed(model_for(server, "l-whole"), ask()))
+    # the run's output tool is an answer the run validates
+    output = seamkit.OutputSpec(name="make_file", json_schema={"type": "object"}, mode="tool")
+    server.script("l-whole", Reply.json(cut))
+    turn = asyncio.run(model_for(server, "l-whole").complete(ask(output=output)))
+    assert turn.finish_reason == "length"
+
+
+def test_a_stream_cut_at_the_limit_before_any_fragment_fails(server: ReplayServer) -> None:
+    usage = {"input_tokens": 9, "output_tokens": 1}
+    reply = sse(
+        {"type": "message_start", "message": {"type": "message", "content": [], "usage": usage}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "rm", "input": {}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": usage},
+        {"type": "message_stop"},
+    )
+    server.script("l-empty", reply)
+    with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call 'rm'"):
+        asyncio.run(streamed(model_for(server, "l-empty"), ask()))
+    server.script("l-empty", reply)
+    with pytest.raises(seamkit.ModelError, match="token limit in the middle of tool call 'rm'"):
+        asyncio.run(model_for(server, "l-empty").complete(ask()))
 
 
 def test_pause_turn_is_a_clear_error(server: ReplayServer) -> None:
@@ -775,3 +871,20 @@ def test_a_refusal_ends_a_structured_run_failed(server: ReplayServer) -> None:
     assert isinstance(result.outcome, seamkit.Failed)
     assert "refused" in (result.outcome.error or "")
     assert "This request was refused due to policy." in (result.outcome.error or "")
+
+
+def test_the_answer_readers_take_no_any_across_the_module_boundary() -> None:
+    import typing  # lazy: beside its test
+
+    from seamkit_anthropic import _assemble  # lazy: the readers the model calls
+    from seamkit_openai import _assemble as openai_assemble  # lazy: its usage reader
+
+    readers = [
+        _assemble.usage_of,
+        _assemble.turn_from_message,
+        _assemble.TurnAssembler.feed,
+        openai_assemble.usage_of,
+    ]
+    for reader in readers:
+        hints = typing.get_type_hints(reader)
+        assert all("Any" not in repr(h) for h in hints.values()), (reader, hints)

@@ -11,7 +11,7 @@ import seamkit
 from seamkit import Document, Message, MessageToolCall, ModelRequest, OutputSpec, ToolSpec
 from seamkit.injection import inject_tool_result
 from seamkit.plugins import render_documents as openai_documents
-from seamkit_anthropic import AnthropicConfig, AnthropicModel
+from seamkit_anthropic import AnthropicCache, AnthropicConfig, AnthropicModel
 from seamkit_anthropic._wire import request_body, wire_id
 from seamkit_openai import OpenAIConfig
 from seamkit_openai._wire import request_body as openai_body
@@ -195,7 +195,7 @@ def test_no_empty_text_blocks() -> None:
     assert b["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "c1"}]
 
 
-def test_an_assistants_opaque_parts_go_first_verbatim_then_text_then_tool_use() -> None:
+def test_an_assistants_parts_go_in_their_order_verbatim_with_calls_in_their_places() -> None:
     thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig=="}
     redacted = {"type": "redacted_thinking", "data": "opaque"}
     answer = Message(
@@ -206,10 +206,44 @@ def test_an_assistants_opaque_parts_go_first_verbatim_then_text_then_tool_use() 
     b = body(ask(Message.user("2+2?"), answer, Message.tool("toolu_1", "4")))
     assert b["messages"][1]["content"] == [
         thinking,
-        redacted,
         text("Let me add."),
+        redacted,
         {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"a": 1}},
     ]
+
+
+def test_interleaved_thinking_is_echoed_in_its_order() -> None:
+    first = {"type": "thinking", "thinking": "one", "signature": "s1"}
+    second = {"type": "thinking", "thinking": "two", "signature": "s2"}
+    answer = Message(
+        role="assistant",
+        content=[
+            first,
+            {"type": "tool_use", "id": "toolu_1"},
+            second,
+            text("and"),
+            {"type": "tool_use", "id": "toolu_2"},
+        ],
+        tool_calls=(call("toolu_1"), call("toolu_2"), call("toolu_3")),
+    )
+    b = body(
+        ask(
+            Message.user("go"),
+            answer,
+            *(Message.tool(i, "ok") for i in ("toolu_1", "toolu_2", "toolu_3")),
+        )
+    )
+    kinds = [(x["type"], x.get("id")) for x in b["messages"][1]["content"]]
+    assert kinds == [
+        ("thinking", None),
+        ("tool_use", "toolu_1"),
+        ("thinking", None),
+        ("text", None),
+        ("tool_use", "toolu_2"),
+        ("tool_use", "toolu_3"),  # a call no stand-in placed comes last
+    ]
+    assert b["messages"][1]["content"][1]["input"] == {"a": 1}
+    assert answer.text == "and"
 
 
 def test_arguments_that_are_not_an_object_go_as_raw_arguments() -> None:
@@ -342,6 +376,25 @@ def test_breakpoints_n_takes_the_first_n_of_e_p_s_t(n: int, where: list[Any]) ->
     assert marked(body(session(), cache={"breakpoints": n})) == where
 
 
+@pytest.mark.parametrize(
+    "description",
+    [
+        AnthropicCache.model_fields["breakpoints"].description,
+        AnthropicConfig.model_fields["cache"].description,
+    ],
+)
+def test_the_config_describes_the_breakpoints_in_the_codes_order(description: str | None) -> None:
+    said = description or ""
+    places = [
+        "end of the conversation",
+        "previous request",
+        "after the system text",
+        "after the tools",
+    ]
+    assert all(p in said for p in places), said
+    assert [said.index(p) for p in places] == sorted(said.index(p) for p in places)
+
+
 def test_off_places_none_and_1h_is_said_only_when_configured() -> None:
     assert marked(body(session(), cache="off")) == []
     long = body(session(), cache={"ttl": "1h"})
@@ -393,6 +446,38 @@ def test_openai_sends_an_assistant_message_with_a_thinking_part_as_plain_text() 
         stream=False,
     )
     assert again["messages"][1]["content"] == [text("a"), text("b")]
+
+
+def test_openai_leaves_out_the_stand_ins_of_calls_in_an_anthropic_turn() -> None:
+    answer = Message(
+        role="assistant",
+        content=[
+            {"type": "thinking", "thinking": "hmm", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_1"},
+            text("Adding."),
+        ],
+        tool_calls=(call("toolu_1"),),
+    )
+    request = ModelRequest(messages=(Message.user("2+2?"), answer, Message.tool("toolu_1", "4")))
+    sent = openai_body(request, OpenAIConfig(provider="openai", name="gpt"), stream=False)
+    assert sent["messages"][1]["content"] == "Adding."
+    assert [c["id"] for c in sent["messages"][1]["tool_calls"]] == ["toolu_1"]
+
+
+def test_openais_own_assistant_parts_are_left_out_and_its_text_kept() -> None:
+    answer = Message(
+        role="assistant",
+        content=[
+            text("Here."),
+            {"type": "refusal", "refusal": "no"},
+            {"type": "image_url", "image_url": {"url": "https://x/y.png"}},
+            {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "wav"}},
+            {"type": "file", "file": {"file_id": "f"}},
+            text("There."),
+        ],
+    )
+    b = body(ask(Message.user("hi"), answer, Message.user("ok")))
+    assert b["messages"][1]["content"] == [text("Here."), text("There.")]
 
 
 def test_a_transcript_starting_with_an_assistant_message_is_refused() -> None:

@@ -494,6 +494,20 @@ def test_an_error_in_a_whole_200_answer_fails_the_turn(server: ReplayServer) -> 
         asyncio.run(model_for(server, "e-whole").complete(ask()))
 
 
+@pytest.mark.parametrize("odd", [float("nan"), float("inf"), -3, True, "12", None])
+def test_an_odd_usage_count_counts_as_zero(server: ReplayServer, odd: Any) -> None:
+    usage = {
+        "prompt_tokens": odd,
+        "completion_tokens": odd,
+        "prompt_tokens_details": {"cached_tokens": odd},
+    }
+    server.script("u-odd", Reply.json({**TEXT, "usage": usage}))
+    turn = asyncio.run(model_for(server, "u-odd").complete(ask()))
+    assert turn.message.text == "ok"
+    assert (turn.usage.input_tokens, turn.usage.output_tokens) == (0, 0)
+    assert turn.usage.cache_read_tokens == 0
+
+
 @pytest.mark.parametrize("reason", ["error", "abort", "content_filter"])
 def test_a_finish_reason_that_is_not_an_answer_fails_the_turn(
     server: ReplayServer, reason: str

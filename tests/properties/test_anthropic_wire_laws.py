@@ -35,11 +35,16 @@ def _config(cache: Any = "auto") -> AnthropicConfig:
     return AnthropicConfig(provider="anthropic", name="claude-test", cache=cache)
 
 
-def _thoughtful(message: Message, parts: list[dict[str, Any]]) -> Message:
-    """``message`` with opaque parts before its text, as a recorded answer has them."""
+def _thoughtful(draw: st.DrawFn, message: Message, parts: list[dict[str, Any]]) -> Message:
+    """``message`` with opaque parts, its text and its calls' stand-ins in any
+    order, as a recorded answer with interleaved thinking has them."""
     if not parts or message.role != "assistant":
         return message
-    content = [*parts, {"type": "text", "text": message.text}] if message.text else parts
+    blocks = [*parts, *([{"type": "text", "text": message.text}] if message.text else [])]
+    blocks += [{"type": "tool_use", "id": c.id} for c in message.tool_calls or ()]
+    content = draw(st.permutations(blocks))
+    ids = iter(c.id for c in message.tool_calls or ())  # calls keep their order, as answered
+    content = [{**b, "id": next(ids)} if b["type"] == "tool_use" else b for b in content]
     return message.model_copy(update={"content": content})
 
 
@@ -53,7 +58,7 @@ def transcripts(draw: st.DrawFn) -> tuple[Message, ...]:
         if message.role == "user" and not message.text:
             message = Message.user("u")
         if message.role == "assistant" and draw(st.booleans()):
-            message = _thoughtful(message, draw(st.lists(_THINKING | _REDACTED, max_size=2)))
+            message = _thoughtful(draw, message, draw(st.lists(_THINKING | _REDACTED, max_size=2)))
         if message.role == "tool" and draw(st.booleans()):
             message = Message.tool(message.tool_call_id or "", message.text, is_error=True)
         out.append(message)
@@ -178,7 +183,7 @@ def answers(draw: st.DrawFn, turn: int, tools: bool) -> Message:
     ]
     text = draw(_text if calls else _some_text)
     message = Message.assistant(text, calls or None)
-    return _thoughtful(message, draw(st.lists(_THINKING | _REDACTED, max_size=2)))
+    return _thoughtful(draw, message, draw(st.lists(_THINKING | _REDACTED, max_size=2)))
 
 
 @st.composite

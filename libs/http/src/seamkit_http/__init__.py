@@ -3,9 +3,10 @@
 A library, not a plugin: `Endpoint` (a pooled httpx client per event loop
 and a POST retried as the official clients retry, never following a
 redirect), and the wording of errors about a server's answer and an API key
-(`server_message`, `error_object`, `shown`, `key_origin`, `key_refused`,
+(`server_message`, `error_object`, `json_object`, `shown`, `key_origin`, `key_refused`,
 `cut_off`), with secrets
-masked before anything is cut short.
+masked before anything is cut short, and `token_count` (a usage count read
+safely).
 
 Importing this module costs next to nothing; httpx loads when an
 `Endpoint` first posts.
@@ -18,36 +19,42 @@ from typing import TYPE_CHECKING
 from seamkit.plugins import lazy_module
 
 if TYPE_CHECKING:
+    from ._counts import token_count as token_count
     from ._cut_off import cut_off as cut_off, stream_progress as stream_progress
-    from ._endpoint import (
-        ConnectionSettings as ConnectionSettings,
-        Endpoint as Endpoint,
-        Failure as Failure,
-        RetryRule as RetryRule,
-    )
+    from ._endpoint import Endpoint as Endpoint, Failure as Failure, RetryRule as RetryRule
     from ._messages import (
         MESSAGE_LIMIT as MESSAGE_LIMIT,
+        answered as answered,
+        context_too_long as context_too_long,
         error_object as error_object,
+        json_object as json_object,
         key_origin as key_origin,
         key_refused as key_refused,
         server_message as server_message,
         shown as shown,
+        status_failure as status_failure,
     )
+    from ._settings import ConnectionSettings as ConnectionSettings
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
     {
-        "ConnectionSettings": "._endpoint",
+        "ConnectionSettings": "._settings",  # pydantic loads with a config model
         "Endpoint": "._endpoint",  # httpx loads only when it first posts
         "Failure": "._endpoint",
         "MESSAGE_LIMIT": "._messages",
         "RetryRule": "._endpoint",
+        "answered": "._messages",
+        "context_too_long": "._messages",
         "cut_off": "._cut_off",
         "error_object": "._messages",
+        "json_object": "._messages",
         "key_origin": "._messages",
         "key_refused": "._messages",
         "server_message": "._messages",
         "shown": "._messages",
+        "status_failure": "._messages",
         "stream_progress": "._cut_off",
+        "token_count": "._counts",
     },
 )

@@ -6,10 +6,11 @@ secret."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,35 +20,32 @@ from seamkit.plugins import retry_status, retry_wait
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["ConnectionSettings", "Endpoint", "Failure", "RetryRule"]
+    from ._settings import ConnectionSettings
+
+__all__ = ["Endpoint", "Failure", "RetryRule"]
 
 _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 
-class ConnectionSettings(Protocol):
-    """What a provider's config says about its connections (both providers'
-    config models have these fields)."""
+async def _closing(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.aclose()
 
-    @property
-    def timeout_seconds(self) -> float:
-        """Longest wait for the server's next bytes."""
-        ...
 
-    @property
-    def connect_timeout_seconds(self) -> float:
-        """Longest wait to open a connection."""
-        ...
-
-    @property
-    def max_connections(self) -> int:
-        """Connections open at once, at most."""
-        ...
-
-    @property
-    def max_retries(self) -> int:
-        """Retries before any of an answer arrived."""
-        ...
+def _close_at_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """An async generator, started on the running loop and paused, that
+    closes ``client`` when it is finalized: the loop's
+    ``shutdown_asyncgens`` (which ``asyncio.run`` calls before closing the
+    loop) closes it there, on the loop its connections belong to. The caller
+    keeps it (the loop holds it only weakly)."""
+    closer = _closing(client)
+    step = closer.__anext__()  # registers it with the running loop
+    with contextlib.suppress(StopIteration):
+        step.send(None)  # runs to its yield, no await on the way
+    return closer
 
 
 class Failure(Protocol):
@@ -113,14 +111,31 @@ class Endpoint:
         self._tls = not url.startswith("http://")
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._closer: AsyncGenerator[None, None] | None = None
 
     def client(self) -> httpx.AsyncClient:
         """The pooled client of the running event loop (a new one when the
-        loop changed: a client's connections belong to one loop)."""
+        loop changed: a client's connections belong to one loop).
+
+        A client is closed on its own loop: when that loop shuts down
+        (``asyncio.run`` ending, or any runner that finalizes async
+        generators), and, when the loop changes while the old one still runs
+        in another thread, there and then. Only a loop closed without
+        finalizing its async generators leaves the old client's sockets to
+        the garbage collector."""
         import httpx  # lazy: httpx loads when a provider first asks
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            old, old_loop = self._client, self._loop
+            if (
+                old is not None
+                and old_loop is not None
+                and not old.is_closed
+                and old_loop.is_running()
+                and not old_loop.is_closed()
+            ):  # the old loop runs in another thread: close the client there
+                asyncio.run_coroutine_threadsafe(old.aclose(), old_loop)
             settings = self._settings
             self._client = httpx.AsyncClient(
                 headers=self._headers,
@@ -142,6 +157,7 @@ class Endpoint:
                 follow_redirects=False,
             )
             self._loop = loop
+            self._closer = _close_at_shutdown(self._client)
         return self._client
 
     async def aclose(self) -> None:

@@ -10,7 +10,18 @@ from collections.abc import Mapping, Sequence
 
 import seamkit
 
-__all__ = ["MESSAGE_LIMIT", "error_object", "key_origin", "key_refused", "server_message", "shown"]
+__all__ = [
+    "MESSAGE_LIMIT",
+    "answered",
+    "context_too_long",
+    "error_object",
+    "json_object",
+    "key_origin",
+    "key_refused",
+    "server_message",
+    "shown",
+    "status_failure",
+]
 
 MESSAGE_LIMIT = 500
 """The most characters of a server's message an error quotes."""
@@ -55,6 +66,24 @@ def shown(raw: str | bytes, secrets: Sequence[str] = (), limit: int = 200) -> st
     return repr(seamkit.redact(text, secrets)[:limit])
 
 
+def json_object(
+    raw: str | bytes, what: str, *, where: str, provider: str, secrets: Sequence[str] = ()
+) -> dict[str, object]:
+    """``raw`` parsed, when it is a JSON object; else a `seamkit.ModelError`
+    saying that ``where`` sent ``what`` ("an answer", "a stream event") that
+    is not one, quoting its start with ``secrets`` masked (`shown`)."""
+    try:
+        data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError is one
+        data = None
+    if not isinstance(data, dict):
+        raise seamkit.ModelError(
+            f"{where} sent {what} that is not a JSON object: {shown(raw, secrets)}",
+            provider=provider,
+        )
+    return data
+
+
 def key_origin(key: seamkit.Secret[str] | None) -> str | None:
     """Where the API key came from, for an error message: the variables it was
     read from (``OPENAI_API_KEY``, ``MY_KEY`` for ``${secret:MY_KEY}``),
@@ -95,3 +124,62 @@ def key_refused(
         provider=provider,
         hint=f"check that the key is current and allowed to use model {model!r}",
     )
+
+
+def status_failure(
+    status: int,
+    said: str,
+    *,
+    where: str,
+    model: str,
+    key: str | None,
+    attempts: int,
+    provider: str,
+    variable: str,
+    endpoint: str,
+    root_hint: str,
+) -> seamkit.ModelError | None:
+    """The error for a final answer whose status says the same at every
+    provider: a 401 or 403 (`key_refused`, ``variable`` the provider's key
+    variable) or a 404 (no model ``model``, or no ``endpoint``; ``root_hint``
+    says what the provider's base URL looks like); ``None`` for any other
+    status, which is the provider's to word. ``said`` is the server's words,
+    already masked (`server_message`)."""
+    if status in (401, 403):
+        return key_refused(
+            status,
+            said,
+            where=where,
+            model=model,
+            key=key,
+            attempts=attempts,
+            provider=provider,
+            variable=variable,
+        )
+    if status == 404:
+        return seamkit.ModelError(
+            f"{where} has no model {model!r} or no {endpoint} endpoint (404: {said})",
+            provider=provider,
+            hint=f"check the model's name, and that base_url is {root_hint}",
+        )
+    return None
+
+
+def context_too_long(
+    where: str, model: str, said: str, *, provider: str
+) -> seamkit.ContextLengthExceeded:
+    """The error for a request that does not fit the model's context window."""
+    return seamkit.ContextLengthExceeded(
+        f"{where}: the request does not fit model {model!r}'s context window ({said})",
+        provider=provider,
+        model=model,
+    )
+
+
+def answered(
+    status: int, said: str, *, where: str, attempts: int, provider: str
+) -> seamkit.ModelError:
+    """The error for a final answer of ``status`` nothing more is known
+    about: the status, how many attempts, and the server's words."""
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider=provider)

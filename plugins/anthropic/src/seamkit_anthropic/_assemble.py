@@ -11,9 +11,13 @@ The turn:
   whole ``input`` object give the same text (arguments cut off by the token
   limit stay as they came, and the finish reason judges them);
 - every other block (``thinking``, ``redacted_thinking``, ``server_tool_use``
-  and whatever comes later) is kept verbatim, in order, as a content part
-  before the text part, so the next request can send it back unchanged; the
-  content stays a plain string when there are none;
+  and whatever comes later) is kept verbatim as a content part, so the next
+  request can send it back unchanged. The content then keeps the answer's
+  block order: each block a part in its place, a text block as a ``text``
+  part and a ``tool_use`` block as a stand-in ``{"type": "tool_use", "id"}``
+  that the request fills from the call (the API wants a turn with thinking
+  sent back exactly as it came, interleaved thinking included). The content
+  stays a plain string when there are no such blocks;
 - its usage counts every input token, read from the cache or written to it
   included, with the cache's share in ``cache_read_tokens`` and
   ``cache_write_tokens``;
@@ -37,11 +41,11 @@ A usage count that is not a non-negative whole number counts as 0.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
+from seamkit_http import token_count
 
 __all__ = [
     "REFUSAL",
@@ -88,16 +92,6 @@ def finish_reason(stop_reason: str | None) -> str | None:
     return _REASONS.get(stop_reason, stop_reason)
 
 
-def _count(usage: dict[str, Any], key: str) -> int:
-    """A usage count: 0 unless it is a finite, non-negative number."""
-    value = usage.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0
-    if not math.isfinite(value) or value < 0:
-        return 0
-    return int(value)
-
-
 def _text(value: object, what: str) -> str:
     """``value`` when it is a string (``None`` is empty); else `BrokenAnswer`."""
     if value is None:
@@ -124,16 +118,16 @@ def _check_call(block: dict[str, Any]) -> None:
             raise BrokenAnswer(f"a tool_use block has no {key}")
 
 
-def usage_of(usage: Any) -> seamkit.Usage | None:
+def usage_of(usage: object) -> seamkit.Usage | None:
     """A ``usage`` object as a `seamkit.Usage`: ``input_tokens`` counts all
     input (plain, written to the cache, read from it)."""
     if not isinstance(usage, dict):
         return None
-    read = _count(usage, "cache_read_input_tokens")
-    written = _count(usage, "cache_creation_input_tokens")
+    read = token_count(usage.get("cache_read_input_tokens"))
+    written = token_count(usage.get("cache_creation_input_tokens"))
     return seamkit.Usage(
-        input_tokens=_count(usage, "input_tokens") + read + written,
-        output_tokens=_count(usage, "output_tokens"),
+        input_tokens=token_count(usage.get("input_tokens")) + read + written,
+        output_tokens=token_count(usage.get("output_tokens")),
         requests=1,
         cache_read_tokens=read,
         cache_write_tokens=written,
@@ -167,19 +161,23 @@ def _opaque(block: dict[str, Any]) -> dict[str, Any]:
 
 def _turn(
     blocks: list[dict[str, Any]],
-    stop_reason: str | None,
-    stop_details: Any,
+    stop_reason: object,
+    stop_details: object,
     usage: seamkit.Usage | None,
 ) -> seamkit.ModelTurn:
     """The turn ``blocks`` make: ``tool_use`` blocks carry ``arguments`` (the
     raw argument text) in place of ``input``."""
     texts: list[str] = []
-    parts: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []  # every block in order, calls as stand-ins
+    opaque = False
     calls: list[seamkit.MessageToolCall] = []
     for block in blocks:
         kind = block.get("type")
         if kind == "text":
-            texts.append(_text(block.get("text"), "a text block's text"))
+            text = _text(block.get("text"), "a text block's text")
+            texts.append(text)
+            if text:
+                parts.append({"type": "text", "text": text})
         elif kind == "tool_use":
             _check_call(block)
             calls.append(
@@ -190,25 +188,25 @@ def _turn(
                     ),
                 )
             )
+            parts.append({"type": "tool_use", "id": block["id"]})
         else:
             parts.append(_opaque(block))
+            opaque = True
     text = "".join(texts)
     reason = finish_reason(_text(stop_reason, "the stop_reason") if stop_reason else None)
     if reason == REFUSAL and not text:
         explanation = stop_details.get("explanation") if isinstance(stop_details, dict) else None
         text = explanation if isinstance(explanation, str) and explanation else REFUSED_TEXT
-    content: str | list[dict[str, Any]] | None
-    if parts:
-        content = [*parts, {"type": "text", "text": text}] if text else parts
-    else:
-        content = text if text or not calls else None
+        parts.append({"type": "text", "text": text})
+    plain = text if text or not calls else None
+    content: str | list[dict[str, Any]] | None = parts if opaque else plain
     message = seamkit.Message(role="assistant", content=content, tool_calls=tuple(calls) or None)
     return seamkit.ModelTurn(
         message=message, usage=usage or seamkit.Usage(requests=1), finish_reason=reason
     )
 
 
-def turn_from_message(body: dict[str, Any]) -> seamkit.ModelTurn:
+def turn_from_message(body: dict[str, object]) -> seamkit.ModelTurn:
     """The turn a whole (not streamed) message holds."""
     blocks: list[dict[str, Any]] = []
     content = body.get("content")
@@ -291,7 +289,7 @@ class TurnAssembler:
         self.stopped = False
         self.events = 0
 
-    def feed(self, kind: str, data: dict[str, Any]) -> list[Piece]:
+    def feed(self, kind: str, data: dict[str, object]) -> list[Piece]:
         """Take one event; return what it adds (text or an argument fragment),
         or ``[]``. Events it does not know (and ``ping``) are skipped."""
         self.events += 1
@@ -322,7 +320,7 @@ class TurnAssembler:
             self.stopped = True
         return []
 
-    def _start(self, data: dict[str, Any]) -> list[Piece]:
+    def _start(self, data: dict[str, object]) -> list[Piece]:
         index = data.get("index")
         block = data.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
@@ -341,7 +339,7 @@ class TurnAssembler:
         text = _text(block.get("text"), "a text block's text") if kind == "text" else ""
         return [text] if text else []  # a start with text in it
 
-    def _stop(self, data: dict[str, Any]) -> list[Piece]:
+    def _stop(self, data: dict[str, object]) -> list[Piece]:
         """A call whose input came whole in its start (no ``input_json_delta``,
         as some proxies send it) hands its arguments over as one fragment."""
         index = data.get("index")
@@ -357,7 +355,7 @@ class TurnAssembler:
             ToolArgumentsDelta(block.position, block.data.get("id"), block.data.get("name"), text)
         ]
 
-    def _delta(self, data: dict[str, Any]) -> list[Piece]:
+    def _delta(self, data: dict[str, object]) -> list[Piece]:
         index = data.get("index")
         block = self._blocks.get(index) if isinstance(index, int) else None
         delta = _object(data.get("delta"), "a content_block_delta's delta")

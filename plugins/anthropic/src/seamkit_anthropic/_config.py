@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 import seamkit
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from seamkit_http import ConnectionSettings
 
 __all__ = [
     "API_VERSION",
@@ -54,10 +55,10 @@ class AnthropicCache(BaseModel):
         default=MAX_BREAKPOINTS,
         ge=1,
         le=MAX_BREAKPOINTS,
-        description="The most cache_control breakpoints in one request (1 to 4; the "
-        "provider places them after the tools, after the system text and at the end "
-        "of what the previous request already sent, in that order of priority). "
-        "``cache: off`` places none.",
+        description="The most cache_control breakpoints in one request (1 to 4). In "
+        "order of priority, the provider places them at the end of the conversation, "
+        "at the end of what the previous request already sent, after the system text "
+        "and after the tools, and keeps the first ones. ``cache: off`` places none.",
     )
     ttl: Literal["5m", "1h"] = Field(
         default="5m",
@@ -79,7 +80,7 @@ CacheSetting = Annotated[
 """``cache:``: ``auto``, ``off``, or an `AnthropicCache` mapping."""
 
 
-class AnthropicConfig(seamkit.ModelConfig):
+class AnthropicConfig(ConnectionSettings, seamkit.ModelConfig):
     """The ``anthropic`` provider's configuration: Anthropic's Messages API
     (``/v1/messages``), or a server that speaks it (LiteLLM's proxy).
 
@@ -105,39 +106,11 @@ class AnthropicConfig(seamkit.ModelConfig):
         min_length=1,
         description="Sent as the anthropic-version header.",
     )
-    timeout_seconds: float = Field(
-        default=600.0,
-        gt=0,
-        description="Longest wait for the server's next bytes (the answer's start, or "
-        "the next piece of a stream).",
-    )
-    connect_timeout_seconds: float = Field(
-        default=5.0, gt=0, description="Longest wait to open a connection."
-    )
-    max_retries: int = Field(
-        default=2,
-        ge=0,
-        description="Retries after a 408, 409, 429, 529 (overloaded) or other 5xx "
-        "answer, a time-out or a lost connection, before any of the answer arrived; "
-        "the server's retry-after is honoured.",
-    )
-    max_connections: int = Field(
-        default=1000, gt=0, description="Connections open at once to the server, at most."
-    )
     max_tokens: int = Field(
         default=DEFAULT_MAX_TOKENS,
         gt=0,
         description="The answer's token limit when the request sets none (the Messages "
         "API requires one).",
-    )
-    headers: dict[str, str | seamkit.Secret[str]] = Field(
-        default_factory=dict,
-        description="More HTTP headers for every request (anthropic-beta, say).",
-    )
-    extra_body: dict[str, Any] = Field(
-        default_factory=dict,
-        description="More fields for every request body (a hook's additional_params "
-        "win over these).",
     )
     native_output: bool = Field(
         default=False,
@@ -154,10 +127,11 @@ class AnthropicConfig(seamkit.ModelConfig):
     cache: CacheSetting = Field(
         default="auto",
         description="Prompt caching: 'auto' places up to four cache_control breakpoints "
-        "where the prompt stays the same from one request to the next (after the tools, "
-        "after the system text, at the end of what the previous request sent); 'off' "
-        "places none; a mapping {breakpoints, ttl} limits the breakpoints or sets how "
-        "long the cache lives.",
+        "where the prompt stays the same from one request to the next (in order of "
+        "priority: at the end of the conversation, at the end of what the previous "
+        "request sent, after the system text, after the tools); 'off' places none; a "
+        "mapping {breakpoints, ttl} keeps the first breakpoints or sets how long the "
+        "cache lives.",
     )
 
     @field_validator("extra_body")

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 import seamkit
-from seamkit_http import error_object, key_refused, server_message
+from seamkit_http import answered, context_too_long, error_object, server_message, status_failure
 
 __all__ = ["answer_failure", "failure"]
 
@@ -40,14 +40,6 @@ def _error_type(body: bytes) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _too_long(where: str, model: str, said: str) -> seamkit.ContextLengthExceeded:
-    return seamkit.ContextLengthExceeded(
-        f"{where}: the request does not fit model {model!r}'s context window ({said})",
-        provider=_PROVIDER,
-        model=model,
-    )
-
-
 def answer_failure(
     error: object, *, where: str, model: str, secrets: Sequence[str]
 ) -> seamkit.ModelError:
@@ -59,7 +51,7 @@ def answer_failure(
     body = json.dumps({"type": "error", "error": error}).encode()
     said = server_message(body, secrets)
     if _CONTEXT_WORDS.search(said):
-        return _too_long(where, model, said)
+        return context_too_long(where, model, said, provider=_PROVIDER)
     kind = _error_type(body)
     hint = "the API was busy; run again" if kind in ("overloaded_error", "api_error") else None
     label = f" ({kind})" if kind else ""
@@ -82,24 +74,20 @@ def failure(
     and base URL, ``key`` where the API key came from (never the key), or
     ``None`` when no key was set."""
     said = server_message(body, secrets)
-    tries = f" after {attempts} attempts" if attempts > 1 else ""
-    if status in (401, 403):
-        return key_refused(
-            status,
-            said,
-            where=where,
-            model=model,
-            key=key,
-            attempts=attempts,
-            provider=_PROVIDER,
-            variable="ANTHROPIC_API_KEY",
-        )
-    if status == 404:
-        return seamkit.ModelError(
-            f"{where} has no model {model!r} or no /v1/messages endpoint (404: {said})",
-            provider=_PROVIDER,
-            hint="check the model's name, and that base_url is the API's root",
-        )
+    known = status_failure(
+        status,
+        said,
+        where=where,
+        model=model,
+        key=key,
+        attempts=attempts,
+        provider=_PROVIDER,
+        variable="ANTHROPIC_API_KEY",
+        endpoint="/v1/messages",
+        root_hint="the API's root",
+    )
+    if known is not None:
+        return known
     if status == 413:
         return seamkit.ModelError(
             f"{where} answered 413: the request is too large to send ({said})",
@@ -108,5 +96,5 @@ def failure(
             "images and documents",
         )
     if status in (400, 422) and _CONTEXT_WORDS.search(said):
-        return _too_long(where, model, said)
-    return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider=_PROVIDER)
+        return context_too_long(where, model, said, provider=_PROVIDER)
+    return answered(status, said, where=where, attempts=attempts, provider=_PROVIDER)

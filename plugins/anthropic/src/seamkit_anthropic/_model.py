@@ -8,15 +8,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from importlib.metadata import version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, cut_off, key_origin, shown, stream_progress
+from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
 
 from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig
@@ -183,18 +182,10 @@ class AnthropicModel:
             "speaks it faithfully)",
         )
 
-    def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
+    def _object(self, raw: str | bytes, what: str) -> dict[str, object]:
         """``raw`` as a JSON object; an error when it is not one, or when it
         is Anthropic's error object."""
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {shown(raw, self._secrets)}",
-                provider=_PROVIDER,
-            )
+        data = json_object(raw, what, where=self.where, provider=_PROVIDER, secrets=self._secrets)
         if data.get("type") == "error" or isinstance(data.get("error"), dict):
             raise answer_failure(
                 data.get("error"), where=self.where, model=self.config.name, secrets=self._secrets
@@ -238,7 +229,13 @@ class AnthropicModel:
             async for event in events:
                 if not event.data:
                     continue
-                data = self._object_event(event.data)
+                data = json_object(
+                    event.data,
+                    "a stream event",
+                    where=self.where,
+                    provider=_PROVIDER,
+                    secrets=self._secrets,
+                )
                 kind = data.get("type")
                 kind = kind if isinstance(kind, str) else event.event
                 if kind == "error" or event.event == "error":
@@ -266,19 +263,6 @@ class AnthropicModel:
                 async for _ in events:
                     pass
 
-    def _object_event(self, raw: str) -> dict[str, Any]:
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent a stream event that is not a JSON object: "
-                f"{shown(raw, self._secrets)}",
-                provider=_PROVIDER,
-            )
-        return data
-
     def _cut(self, assembler: TurnAssembler | None, exc: Exception | None) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""
         progress = None
@@ -300,9 +284,16 @@ class AnthropicModel:
     def _finished(
         self, turn: seamkit.ModelTurn, request: seamkit.ModelRequest
     ) -> seamkit.ModelTurn:
-        """``turn``, unless its finish reason says it is not an answer. A turn
-        cut at the token limit in the middle of the run's output tool is an
-        answer: the run tells the model it did not validate."""
+        """``turn``, unless its finish reason says it is not an answer.
+
+        A turn that stopped at the token limit (``max_tokens`` or
+        ``model_context_window_exceeded``) with a tool call in it is an error:
+        a finished call ends with ``stop_reason`` ``tool_use``, so any call in
+        such a turn may be cut short, whether or not its arguments parse (a
+        whole answer's ``input`` is always an object; a stream cut before any
+        fragment gives ``{}``), and a tool must not run on them. The run's own
+        output tool is the exception: it is an answer, which the run
+        validates (and tells the model when it does not)."""
         reason = turn.finish_reason
         if reason == "pause_turn":
             raise seamkit.ModelError(
@@ -315,16 +306,12 @@ class AnthropicModel:
             output = request.output
             answer = output.name if output is not None and output.mode == "tool" else None
             for call in turn.message.tool_calls or ():
-                if call.function.name == answer:
-                    continue
-                try:
-                    json.loads(call.function.arguments)
-                except ValueError:
+                if call.function.name != answer:
                     raise seamkit.ModelError(
                         f"{self.where}: the answer hit the token limit in the middle of "
-                        f"tool call {call.function.name!r}'s arguments",
+                        f"tool call {call.function.name!r}, whose arguments may be cut short",
                         provider=_PROVIDER,
                         hint="raise the request's max_tokens",
-                    ) from None
+                    )
             log.info("%s: the answer stopped at the token limit", self.where)
         return turn

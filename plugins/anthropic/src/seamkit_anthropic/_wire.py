@@ -23,10 +23,14 @@ Mapping choices
   API wants user and assistant to alternate); tool results become
   ``tool_result`` blocks of a user turn, first in it (the API wants them
   first), ``is_error`` when the result was an error. An assistant message
-  gives its opaque parts (thinking, redacted thinking, any part that is not
-  text) verbatim and in order (less a ``cache_control`` one carries: the
-  provider places the breakpoints), then its text, then its ``tool_use``
-  blocks. An
+  gives its content's blocks in their order (the API wants a turn with
+  thinking echoed exactly, interleaved thinking included): a text part as a
+  text block, a ``{"type": "tool_use", "id"}`` stand-in as that call's
+  ``tool_use`` block, OpenAI's other parts (``image_url``, ``input_audio``,
+  ``file``, ``refusal``: another provider's transcript) left out, and any
+  other part (thinking, redacted thinking, ...) verbatim, less a
+  ``cache_control`` one carries (the provider places the breakpoints); then
+  the calls no stand-in placed, in order. An
   assistant message with nothing to send (no text, parts or calls) is left
   out (so is a user message without text); a transcript that starts with an
   assistant turn, or ends with one, is refused (seamkit never prefills).
@@ -81,6 +85,9 @@ _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 _DATA_URL = re.compile(r"data:([^;,]+);base64,(.*)", re.DOTALL)
 _FORCED = frozenset({"any", "tool"})
 _PARALLEL_PARAM = "parallel_tool_calls"
+_OPENAI_PARTS = frozenset({"image_url", "input_audio", "file", "refusal"})
+"""OpenAI's assistant content parts other than text (another provider's
+transcript): the API does not know them, so they are left out."""
 
 
 def wire_id(call_id: str) -> str:
@@ -224,32 +231,44 @@ def _tool_input(arguments: str) -> dict[str, Any]:
     return {"_raw_arguments": arguments}
 
 
+def _tool_use(call: seamkit.MessageToolCall) -> dict[str, Any]:
+    _check_tool_name(call.function.name)
+    return {
+        "type": "tool_use",
+        "id": wire_id(call.id),
+        "name": call.function.name,
+        "input": _tool_input(call.function.arguments),
+    }
+
+
 def _assistant_blocks(message: seamkit.Message) -> tuple[list[dict[str, Any]], bool]:
-    """The message's blocks, and whether the model wrote it (it is not an
-    injected pair)."""
+    """The message's blocks in its content's order, and whether the model
+    wrote it (it is not an injected pair)."""
+    calls = {call.id: call for call in message.tool_calls or ()}
     blocks: list[dict[str, Any]] = []
-    if isinstance(message.content, list):
-        blocks.extend(
-            {k: v for k, v in p.items() if k != "cache_control"}
-            for p in message.content
-            if p.get("type") != "text"
-        )
-    text = message.text
-    if text:
-        blocks.append({"type": "text", "text": text})
-    injected = bool(message.tool_calls) and not blocks
-    for call in message.tool_calls or ():
-        _check_tool_name(call.function.name)
-        if not call.id.startswith(PREFIX):
-            injected = False
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": wire_id(call.id),
-                "name": call.function.name,
-                "input": _tool_input(call.function.arguments),
-            }
-        )
+    content = message.content
+    if isinstance(content, list):
+        for part in content:
+            kind = part.get("type")
+            if kind == "text":
+                text = str(part.get("text", ""))
+                if text:
+                    blocks.append({"type": "text", "text": text})
+            elif kind == "tool_use":  # a call's stand-in: the call, in its place
+                call = calls.pop(str(part.get("id")), None)
+                if call is not None:
+                    blocks.append(_tool_use(call))
+            elif kind not in _OPENAI_PARTS:
+                blocks.append({k: v for k, v in part.items() if k != "cache_control"})
+    elif content:
+        blocks.append({"type": "text", "text": content})
+    blocks.extend(_tool_use(call) for call in calls.values())
+    calls_only = all(b["type"] == "tool_use" for b in blocks)
+    injected = (
+        bool(message.tool_calls)
+        and calls_only
+        and all(call.id.startswith(PREFIX) for call in message.tool_calls or ())
+    )
     return blocks, not injected
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import seamkit
 from seamkit.stream import ToolArgumentsDelta
+from seamkit_http import token_count
 
 __all__ = [
     "FAILED_FINISHES",
@@ -61,11 +62,7 @@ def _new_id() -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-def _tokens(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
-
-
-def usage_of(data: Any) -> seamkit.Usage | None:
+def usage_of(data: object) -> seamkit.Usage | None:
     """The usage block of a chunk or completion, if it has one. Input tokens
     count the cached ones too (OpenAI's ``prompt_tokens`` does);
     ``cache_read_tokens`` is ``prompt_tokens_details.cached_tokens``, or
@@ -74,18 +71,22 @@ def usage_of(data: Any) -> seamkit.Usage | None:
     ``cache_creation_input_tokens`` (or ``prompt_tokens_details.cache_write_tokens``)."""
     if not isinstance(data, dict):
         return None
-    prompt = data.get("prompt_tokens") or data.get("input_tokens") or 0
-    completion = data.get("completion_tokens") or data.get("output_tokens") or 0
+    prompt = token_count(data.get("prompt_tokens")) or token_count(data.get("input_tokens"))
+    completion = token_count(data.get("completion_tokens")) or token_count(
+        data.get("output_tokens")
+    )
     details = data.get("prompt_tokens_details") or data.get("input_tokens_details")
     if not isinstance(details, dict):
         details = {}
-    read = _tokens(details.get("cached_tokens")) or _tokens(data.get("cache_read_input_tokens"))
-    written = _tokens(data.get("cache_creation_input_tokens")) or _tokens(
+    read = token_count(details.get("cached_tokens")) or token_count(
+        data.get("cache_read_input_tokens")
+    )
+    written = token_count(data.get("cache_creation_input_tokens")) or token_count(
         details.get("cache_write_tokens")
     )
     return seamkit.Usage(
-        input_tokens=int(prompt),
-        output_tokens=int(completion),
+        input_tokens=prompt,
+        output_tokens=completion,
         requests=1,
         cache_read_tokens=read,
         cache_write_tokens=written,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import seamkit
 from pydantic import Field, field_validator
+from seamkit_http import ConnectionSettings
 
 __all__ = ["DEFAULT_BASE_URL", "RESERVED_BODY_KEYS", "OpenAIConfig"]
 
@@ -20,7 +21,7 @@ RESERVED_BODY_KEYS = frozenset({"messages", "stream"})
 may not set them."""
 
 
-class OpenAIConfig(seamkit.ModelConfig):
+class OpenAIConfig(ConnectionSettings, seamkit.ModelConfig):
     """The ``openai`` provider's configuration: any server that speaks the
     OpenAI chat-completions format (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM,
     OpenRouter).
@@ -46,29 +47,6 @@ class OpenAIConfig(seamkit.ModelConfig):
     project: str | None = Field(
         default=None, description="Sent as OpenAI-Project; default: OPENAI_PROJECT_ID."
     )
-    timeout_seconds: float = Field(
-        default=600.0,
-        gt=0,
-        description="Longest wait for the server's next bytes (the answer's start, or "
-        "the next piece of a stream).",
-    )
-    connect_timeout_seconds: float = Field(
-        default=5.0, gt=0, description="Longest wait to open a connection."
-    )
-    max_retries: int = Field(
-        default=2,
-        ge=0,
-        description="Retries after a 408, 409, 429 or 5xx answer, a time-out or a lost "
-        "connection, before any of the answer arrived.",
-    )
-    headers: dict[str, str | seamkit.Secret[str]] = Field(
-        default_factory=dict, description="More HTTP headers for every request."
-    )
-    extra_body: dict[str, Any] = Field(
-        default_factory=dict,
-        description="More fields for every request body (a hook's additional_params "
-        "win over these).",
-    )
     token_limit_field: Literal["max_completion_tokens", "max_tokens"] = Field(
         default="max_completion_tokens",
         description="The body field the request's token limit is sent as; 'max_tokens' "
@@ -78,9 +56,6 @@ class OpenAIConfig(seamkit.ModelConfig):
         default=True,
         description="Ask a streamed answer for its token usage "
         "(stream_options.include_usage); turn off for servers that reject it.",
-    )
-    max_connections: int = Field(
-        default=1000, gt=0, description="Connections open at once to the server, at most."
     )
     native_output: bool = Field(
         default=True,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import seamkit
 from seamkit.plugins import retry_status
-from seamkit_http import error_object, key_refused, server_message
+from seamkit_http import answered, context_too_long, error_object, server_message, status_failure
 
 __all__ = ["answer_failure", "failure", "should_retry"]
 
@@ -36,14 +36,6 @@ def _code(body: bytes) -> str:
     return " ".join(str(error.get(k) or "") for k in ("code", "type"))
 
 
-def _too_long(where: str, model: str, said: str) -> seamkit.ContextLengthExceeded:
-    return seamkit.ContextLengthExceeded(
-        f"{where}: the request does not fit model {model!r}'s context window ({said})",
-        provider="openai",
-        model=model,
-    )
-
-
 def _context_exceeded(body: bytes, said: str) -> bool:
     return bool(set(_code(body).split()) & _CONTEXT_CODES or _CONTEXT_WORDS.search(said))
 
@@ -56,7 +48,7 @@ def answer_failure(
     body = json.dumps({"error": error}).encode()
     said = server_message(body, secrets)
     if _context_exceeded(body, said):
-        return _too_long(where, model, said)
+        return context_too_long(where, model, said, provider="openai")
     return seamkit.ModelError(f"{where} reported an error in its answer: {said}", provider="openai")
 
 
@@ -83,24 +75,20 @@ def failure(
     and base URL, ``key`` where the API key came from (never the key), or
     ``None`` when no key was set."""
     said = server_message(body, secrets)
-    tries = f" after {attempts} attempts" if attempts > 1 else ""
-    if status in (401, 403):
-        return key_refused(
-            status,
-            said,
-            where=where,
-            model=model,
-            key=key,
-            attempts=attempts,
-            provider="openai",
-            variable="OPENAI_API_KEY",
-        )
-    if status == 404:
-        return seamkit.ModelError(
-            f"{where} has no model {model!r} or no chat-completions endpoint (404: {said})",
-            provider="openai",
-            hint="check the model's name, and that base_url is the API's root (most end in /v1)",
-        )
+    known = status_failure(
+        status,
+        said,
+        where=where,
+        model=model,
+        key=key,
+        attempts=attempts,
+        provider="openai",
+        variable="OPENAI_API_KEY",
+        endpoint="chat-completions",
+        root_hint="the API's root (most end in /v1)",
+    )
+    if known is not None:
+        return known
     if status in (400, 413, 422) and _context_exceeded(body, said):
-        return _too_long(where, model, said)
-    return seamkit.ModelError(f"{where} answered {status}{tries}: {said}", provider="openai")
+        return context_too_long(where, model, said, provider="openai")
+    return answered(status, said, where=where, attempts=attempts, provider="openai")

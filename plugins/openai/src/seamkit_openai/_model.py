@@ -17,7 +17,7 @@ import httpx
 import seamkit
 from httpx_sse import EventSource
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, cut_off, key_origin, shown, stream_progress
+from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig
@@ -124,15 +124,7 @@ class OpenAIModel:
     def _object(self, raw: str | bytes, what: str) -> dict[str, Any]:
         """``raw`` as a JSON object; an error when it is not one, or when it
         is an ``{"error": ...}`` (vLLM and OpenRouter send one after a 200)."""
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise seamkit.ModelError(
-                f"{self.where} sent {what} that is not a JSON object: {shown(raw, self._secrets)}",
-                provider="openai",
-            )
+        data = json_object(raw, what, where=self.where, provider="openai", secrets=self._secrets)
         if data.get("error"):
             raise answer_failure(
                 data["error"], where=self.where, model=self.config.name, secrets=self._secrets

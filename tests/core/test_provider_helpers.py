@@ -11,7 +11,7 @@ import time
 import pytest
 import seamkit
 from hypothesis import given, strategies as st
-from seamkit.plugins import render_documents, retry_status, retry_wait
+from seamkit.plugins import render_documents, retry_status, retry_wait, shown_url
 
 
 @pytest.mark.parametrize(
@@ -64,3 +64,15 @@ def test_documents_are_rendered_with_their_ids_escaped_and_metadata_as_json() ->
         "</document>\n"
         "</documents>"
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://ann:KEY@127.0.0.1:4000/v1?key=KEY#KEY", "http://127.0.0.1:4000/v1"),
+        ("https://api.anthropic.com", "https://api.anthropic.com"),
+        ("http://KEY@host/", "http://host/"),
+    ],
+)
+def test_a_base_url_is_shown_without_what_may_carry_a_key(url: str, shown: str) -> None:
+    assert shown_url(url) == shown

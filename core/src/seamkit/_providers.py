@@ -1,7 +1,8 @@
 """What model providers that speak HTTP share, so each writes it once: the
 retry policy of the official OpenAI and Anthropic clients (`retry_status`,
-`retry_wait`), and the text form of a request's documents
-(`render_documents`), which every provider puts in its system text alike."""
+`retry_wait`), the text form of a request's documents (`render_documents`),
+which every provider puts in its system text alike, and a base URL as it may
+be shown (`shown_url`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ import json
 import random
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 from ._types import Document
 
-__all__ = ["render_documents", "retry_status", "retry_wait"]
+__all__ = ["render_documents", "retry_status", "retry_wait", "shown_url"]
 
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_SERVER_WAIT = 60.0
@@ -79,3 +81,12 @@ def render_documents(documents: tuple[Document, ...]) -> str:
 
 def _attribute(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as an error, a log line or a file may show it: without its
+    user, password, query and fragment, any of which may carry a key
+    (``http://ann:KEY@host/v1?key=KEY`` is ``http://host/v1``)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

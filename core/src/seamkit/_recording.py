@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, JsonValue
 
 from ._cassette import VERSION, Call, delta_json, masked_text
 from ._errors import SeamkitError
+from ._providers import shown_url
 from ._secret import Redactor, secret_texts
 from ._types import (
     Document,
@@ -242,13 +243,8 @@ def _failed(
 
 
 def _base_url(value: object) -> str | None:
-    """A base URL as a header may show it: without its user, password,
-    query and fragment (any of which may carry a key)."""
-    if not isinstance(value, str):
-        return None
-    parts = urlsplit(value)
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    """A base URL as a header may show it (`shown_url`)."""
+    return shown_url(value) if isinstance(value, str) else None
 
 
 def _header_model(agent: Agent) -> dict[str, JsonValue]:

@@ -21,9 +21,9 @@ receives.
   `StoreFactory`: the factory types they take, generic over the config model.
 - `secret_texts`: the plain text of every `seamkit.Secret` in a config, for
   `seamkit.redact` on what a plugin writes.
-- `retry_status`, `retry_wait`, `render_documents`: what model providers
-  that speak HTTP share (the official clients' retry policy; a request's
-  documents as text).
+- `retry_status`, `retry_wait`, `render_documents`, `shown_url`: what model
+  providers that speak HTTP share (the official clients' retry policy; a
+  request's documents as text; a base URL without what may carry a key).
 - `RawSession`, `RawSessionReader`: a session store's optional ``load_raw``,
   which lets ``seamkit sessions export --raw`` save a row that does not parse.
 - `RunExecutor`, `CutOff`, `TextStop`: what a durable runner hands
@@ -90,6 +90,7 @@ if TYPE_CHECKING:  # what the table below loads, spelled out for type checkers
         render_documents as render_documents,
         retry_status as retry_status,
         retry_wait as retry_wait,
+        shown_url as shown_url,
     )
     from ._registry import (
         BuildContext as BuildContext,
@@ -168,6 +169,7 @@ __getattr__, __dir__, __all__ = lazy_module(
         "render_documents": "._providers",
         "retry_status": "._providers",
         "retry_wait": "._providers",
+        "shown_url": "._providers",
         "TRACE_HEADERS": "._serving",
         "continue_trace": "._serving",
         "current_trace_headers": "._serving",

@@ -14,6 +14,7 @@ from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 import seamkit
+from seamkit.plugins import shown_url
 from seamkit.stream import ToolArgumentsDelta
 from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
 
@@ -83,7 +84,7 @@ class AnthropicModel:
         )
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = messages_url(base_url)
-        self.where = f"anthropic provider at {base_url}"
+        self.where = f"anthropic provider at {shown_url(base_url)}"
         self._secrets = seamkit.plugins.secret_texts(self.config)
         self._endpoint = Endpoint(
             self.url,
@@ -116,7 +117,8 @@ class AnthropicModel:
         return headers
 
     def __repr__(self) -> str:
-        return f"AnthropicModel({self.config.name!r}, base_url={self.config.base_url!r})"
+        base_url = shown_url(self.config.base_url or "")
+        return f"AnthropicModel({self.config.name!r}, base_url={base_url!r})"
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import seamkit
 from httpx_sse import EventSource
+from seamkit.plugins import shown_url
 from seamkit.stream import ToolArgumentsDelta
 from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
 
@@ -55,7 +56,7 @@ class OpenAIModel:
         self.config = config.resolved()
         base_url = (self.config.base_url or "").rstrip("/")
         self.url = f"{base_url}/chat/completions"
-        self.where = f"openai provider at {base_url}"
+        self.where = f"openai provider at {shown_url(base_url)}"
         self._secrets = seamkit.plugins.secret_texts(self.config)
         self._endpoint = Endpoint(
             self.url,
@@ -95,7 +96,8 @@ class OpenAIModel:
         return headers
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self.config.name!r}, base_url={self.config.base_url!r})"
+        base_url = shown_url(self.config.base_url or "")
+        return f"OpenAIModel({self.config.name!r}, base_url={base_url!r})"
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

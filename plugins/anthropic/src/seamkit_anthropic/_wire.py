@@ -189,9 +189,7 @@ def _user_blocks(message: seamkit.Message) -> list[dict[str, Any]]:
     for part in content:
         kind = part.get("type")
         if kind == "text":
-            text = str(part.get("text", ""))
-            if text:
-                blocks.append({"type": "text", "text": text})
+            blocks.extend(_text_block(part))
         elif kind == "image_url":
             blocks.append(_image(part))
         else:
@@ -201,6 +199,12 @@ def _user_blocks(message: seamkit.Message) -> list[dict[str, Any]]:
                 hint="send the content as text or an image",
             )
     return blocks
+
+
+def _text_block(part: dict[str, Any]) -> list[dict[str, Any]]:
+    """A text part as a text block; none for empty text, which the API refuses."""
+    text = str(part.get("text", ""))
+    return [{"type": "text", "text": text}] if text else []
 
 
 def _image(part: dict[str, Any]) -> dict[str, Any]:
@@ -251,9 +255,7 @@ def _assistant_blocks(message: seamkit.Message) -> tuple[list[dict[str, Any]], b
         for part in content:
             kind = part.get("type")
             if kind == "text":
-                text = str(part.get("text", ""))
-                if text:
-                    blocks.append({"type": "text", "text": text})
+                blocks.extend(_text_block(part))
             elif kind == "tool_use":  # a call's stand-in: the call, in its place
                 call = calls.pop(str(part.get("id")), None)
                 if call is not None:

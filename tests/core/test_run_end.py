@@ -188,7 +188,7 @@ def test_a_hook_that_ignores_its_cancellation_is_left_after_a_grace(
             try:
                 await asyncio.sleep(10)
             except asyncio.CancelledError:
-                await asyncio.sleep(0.3)  # ignores it, for a while
+                await asyncio.sleep(3)  # ignores it, for a while
             self.done.set()
 
     hook = Stubborn()
@@ -197,7 +197,7 @@ def test_a_hook_that_ignores_its_cancellation_is_left_after_a_grace(
     async def go() -> seamkit.RunResult:
         started = time.monotonic()
         result = await agent.run("go")
-        assert time.monotonic() - started < 0.3
+        assert time.monotonic() - started < 2  # the 0.05 s limit, not the hook's 3 s
         assert hook.done is not None and not hook.done.is_set()
         await hook.done.wait()  # it ends on its own: nothing is killed
         return result

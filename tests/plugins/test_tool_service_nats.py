@@ -677,9 +677,9 @@ def test_a_tools_time_out_may_lower_the_services_but_not_raise_it(
         [tool("echo", "echo", TEXT, DELAY, collection="docs", timeout_seconds=5)],
     )
     started = time.monotonic()
-    found = run(manifest, ("echo", {"text": "x", "delay": 1.0}))
+    found = run(manifest, ("echo", {"text": "x", "delay": 4.0}))
     assert found["c1"] == "Error: Timeout: tool service 'echo' did not finish within 0.3s"
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 3.0  # the service's 0.3 s, not the tool's 4 s answer
 
 
 def test_runs_in_new_event_loops_leave_no_connection_behind(

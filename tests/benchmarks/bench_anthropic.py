@@ -17,10 +17,13 @@
    (their order swapped every round); a sample is the CPU time of ``turns``
    turns over their count; a figure is the median of the rounds. Target:
    seamkit / anthropic <= 0.5, for each turn. Beside them, without a target,
-   the floor of any client on httpx: the same POST on a bare
-   ``httpx.AsyncClient``, its events read with httpx-sse's ``aiter_sse`` and
-   each ``data`` parsed with ``json.loads`` (the provider's transport and
-   nothing of its own); rounds rotate the three.
+   two floors: ``plain``, the same POST on a bare ``httpx.AsyncClient``, its
+   events read with httpx-sse's ``aiter_sse`` and each ``data`` parsed with
+   ``json.loads`` (what a client written the obvious way on httpx costs);
+   and ``transport``, the provider's own transport and nothing else: the POST
+   on an ``httpx.AsyncHTTPTransport``, its bytes through
+   ``seamkit_http.EventDecoder`` and each ``data`` parsed (seamkit minus this
+   is the provider's own work); rounds rotate the four.
 2. **Import cost**: ``import seamkit_anthropic`` against ``import anthropic``,
    each timed inside a fresh interpreter around the import statement alone,
    CPU time (the figure) and wall time (reported), interleaved in rounds with
@@ -192,6 +195,7 @@ class Clients:
         self.request = seamkit.ModelRequest(messages=(seamkit.Message.user(PROMPT),))
         self.messages: Any = [{"role": "user", "content": PROMPT}]
         self.http = httpx.AsyncClient()
+        self.transport = httpx.AsyncHTTPTransport(verify=False)
         self.url = f"{base_url}/v1/messages"
 
     async def seamkit_turn(self, kind: str) -> list[Any]:
@@ -203,24 +207,44 @@ class Clients:
         )
         return [event async for event in stream]
 
-    async def floor_turn(self, kind: str) -> list[Any]:
-        """The transport alone: the same POST on a bare httpx client, its
-        events read with httpx-sse and each ``data`` parsed (what any client
-        on httpx does at the least)."""
-        from httpx_sse import EventSource  # lazy: the floor client's only
-
-        body = json.dumps(
+    def _body(self, kind: str) -> str:
+        return json.dumps(
             {"model": kind, "max_tokens": 4096, "messages": self.messages, "stream": True}
         )
+
+    async def plain_turn(self, kind: str) -> list[Any]:
+        """The same POST on a bare httpx client, its events read with
+        httpx-sse and each ``data`` parsed: a client written the obvious way."""
+        from httpx_sse import EventSource  # lazy: the plain client's only
+
         headers = {"content-type": "application/json", "x-api-key": "sk-bench"}
+        body = self._body(kind)
         async with self.http.stream("POST", self.url, content=body, headers=headers) as response:
             return [json.loads(event.data) async for event in EventSource(response).aiter_sse()]
+
+    async def transport_turn(self, kind: str) -> list[Any]:
+        """The provider's transport alone: the POST on an httpx transport, its
+        bytes through seamkit-http's event decoder, each ``data`` parsed."""
+        import httpx  # lazy: loaded with the clients
+        from seamkit_http import EventDecoder  # lazy: likewise
+
+        headers = {"content-type": "application/json", "x-api-key": "sk-bench"}
+        request = httpx.Request("POST", self.url, content=self._body(kind), headers=headers)
+        response = await self.transport.handle_async_request(request)
+        decoder, events = EventDecoder(), []
+        try:
+            async for chunk in response.aiter_raw():
+                events += [json.loads(event.data) for event in decoder.feed(chunk)]
+        finally:
+            await response.aclose()
+        return events
 
     async def aclose(self) -> None:
         for model in self.models.values():
             await model.aclose()
         await self.sdk.close()
         await self.http.aclose()
+        await self.transport.aclose()
 
 
 def _expected_calls() -> list[tuple[str, str, dict[str, Any]]]:
@@ -247,10 +271,8 @@ def _check_seamkit(kind: str, items: list[Any]) -> None:
 
 
 def _check_floor(kind: str, events: list[Any]) -> None:
-    if events[-1] != {"type": "message_stop"} or len(events) != len(
-        text_events() if kind == TEXT_MODEL else tool_events()
-    ):
-        raise RuntimeError(f"floor {kind}: the stream is not whole")
+    if events != (text_events() if kind == TEXT_MODEL else tool_events()):
+        raise RuntimeError(f"a floor client's {kind} stream is not the server's")
 
 
 def _check_anthropic(kind: str, events: list[Any]) -> None:
@@ -277,7 +299,7 @@ def _check_anthropic(kind: str, events: list[Any]) -> None:
 
 # --- 1. CPU per streamed turn ------------------------------------------------------------
 
-CLIENTS = ("anthropic", "seamkit", "floor")
+CLIENTS = ("anthropic", "seamkit", "plain", "transport")
 KINDS = {"text": TEXT_MODEL, "tools": TOOLS_MODEL}
 
 
@@ -285,9 +307,15 @@ async def _cpu(clients: Clients, port: int, counts: dict[str, int]) -> dict[str,
     turns: dict[str, Callable[[str], Awaitable[list[Any]]]] = {
         "anthropic": clients.anthropic_turn,
         "seamkit": clients.seamkit_turn,
-        "floor": clients.floor_turn,
+        "plain": clients.plain_turn,
+        "transport": clients.transport_turn,
     }
-    checks = {"anthropic": _check_anthropic, "seamkit": _check_seamkit, "floor": _check_floor}
+    checks = {
+        "anthropic": _check_anthropic,
+        "seamkit": _check_seamkit,
+        "plain": _check_floor,
+        "transport": _check_floor,
+    }
     for kind in KINDS.values():
         for client in CLIENTS:
             for _ in range(counts["warmup_turns"]):
@@ -405,9 +433,18 @@ def _specs(
                 CPU_TARGET,
             ),
             (
-                f"{label}/floor",
-                f"{label} ({what}): the floor, bare httpx + httpx-sse + json.loads",
-                [s * 1e3 for s in cpu[f"{label}/floor"]],
+                f"{label}/plain",
+                f"{label} ({what}): plain httpx client + httpx-sse + json.loads",
+                [s * 1e3 for s in cpu[f"{label}/plain"]],
+                base,
+                "ms",
+                None,
+            ),
+            (
+                f"{label}/transport",
+                f"{label} ({what}): the provider's transport alone (httpx transport + "
+                "EventDecoder + json.loads)",
+                [s * 1e3 for s in cpu[f"{label}/transport"]],
                 base,
                 "ms",
                 None,

@@ -128,14 +128,13 @@ def test_the_failures_every_provider_words_alike() -> None:
     )
 
 
-def test_a_client_is_closed_on_its_own_loop_when_the_loop_changes() -> None:
+def test_connections_are_closed_on_their_own_loop_when_the_loop_changes() -> None:
     import asyncio  # lazy: beside its test
     import logging  # lazy: beside its test
     import threading  # lazy: beside its test
 
-    import httpx  # lazy: the client's type
     from seamkit_anthropic import AnthropicConfig  # lazy: a config to read settings from
-    from seamkit_http import Endpoint  # lazy: beside its test
+    from seamkit_http import Connections, Endpoint  # lazy: beside its test
 
     def refuse(*args: object, **kwargs: object) -> seamkit.ModelError:
         return seamkit.ModelError("no")
@@ -151,8 +150,8 @@ def test_a_client_is_closed_on_its_own_loop_when_the_loop_changes() -> None:
         failure=refuse,
     )
 
-    async def client() -> httpx.AsyncClient:
-        return endpoint.client()
+    async def client() -> Connections:
+        return endpoint.connections()
 
     first = asyncio.run(client())
     second = asyncio.run(client())

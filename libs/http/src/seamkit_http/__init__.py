@@ -1,12 +1,12 @@
 """seamkit-http: what seamkit's HTTP model providers share, written once.
 
-A library, not a plugin: `Endpoint` (a pooled httpx client per event loop
-and a POST retried as the official clients retry, never following a
-redirect), and the wording of errors about a server's answer and an API key
-(`server_message`, `error_object`, `json_object`, `shown`, `key_origin`, `key_refused`,
-`cut_off`), with secrets
-masked before anything is cut short, and `token_count` (a usage count read
-safely).
+A library, not a plugin: `Endpoint` (pooled `Connections`, an httpx
+transport per event loop, and a POST retried as the official clients retry,
+never following a redirect), server-sent events (`EventDecoder`,
+`server_events`), the wording of errors about a server's answer and an API
+key (`server_message`, `error_object`, `json_object`, `shown`, `key_origin`,
+`key_refused`, `cut_off`), with secrets masked before anything is cut short,
+and `token_count` (a usage count read safely).
 
 Importing this module costs next to nothing; httpx loads when an
 `Endpoint` first posts.
@@ -21,7 +21,13 @@ from seamkit.plugins import lazy_module
 if TYPE_CHECKING:
     from ._counts import token_count as token_count
     from ._cut_off import cut_off as cut_off, stream_progress as stream_progress
-    from ._endpoint import Endpoint as Endpoint, Failure as Failure, RetryRule as RetryRule
+    from ._endpoint import (
+        Connections as Connections,
+        Endpoint as Endpoint,
+        Failure as Failure,
+        RetryRule as RetryRule,
+        proxy_for as proxy_for,
+    )
     from ._messages import (
         MESSAGE_LIMIT as MESSAGE_LIMIT,
         answered as answered,
@@ -30,21 +36,32 @@ if TYPE_CHECKING:
         json_object as json_object,
         key_origin as key_origin,
         key_refused as key_refused,
+        parsed_object as parsed_object,
         server_message as server_message,
         shown as shown,
         status_failure as status_failure,
     )
     from ._settings import ConnectionSettings as ConnectionSettings
+    from ._sse import (
+        EventDecoder as EventDecoder,
+        ServerEvent as ServerEvent,
+        body_chunks as body_chunks,
+        server_events as server_events,
+    )
 
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
     {
-        "ConnectionSettings": "._settings",  # pydantic loads with a config model
-        "Endpoint": "._endpoint",  # httpx loads only when it first posts
+        "ConnectionSettings": "._settings",
+        "Connections": "._endpoint",  # pydantic loads with a config model
+        "Endpoint": "._endpoint",
+        "EventDecoder": "._sse",  # httpx loads only when it first posts
         "Failure": "._endpoint",
+        "ServerEvent": "._sse",
         "MESSAGE_LIMIT": "._messages",
         "RetryRule": "._endpoint",
         "answered": "._messages",
+        "body_chunks": "._sse",
         "context_too_long": "._messages",
         "cut_off": "._cut_off",
         "error_object": "._messages",
@@ -52,6 +69,9 @@ __getattr__, __dir__, __all__ = lazy_module(
         "key_origin": "._messages",
         "key_refused": "._messages",
         "server_message": "._messages",
+        "parsed_object": "._messages",
+        "proxy_for": "._endpoint",
+        "server_events": "._sse",
         "shown": "._messages",
         "status_failure": "._messages",
         "stream_progress": "._cut_off",

@@ -1,7 +1,7 @@
 """`Endpoint`: one URL a model provider POSTs JSON to, on one pooled httpx
-client per event loop, retried as the official clients retry, never
-following a redirect, and failing with a `seamkit.ModelError` that shows no
-secret."""
+transport per event loop (`Connections`), retried as the official clients
+retry, never following a redirect, and failing with a `seamkit.ModelError`
+that shows no secret."""
 
 from __future__ import annotations
 
@@ -22,30 +22,99 @@ if TYPE_CHECKING:
 
     from ._settings import ConnectionSettings
 
-__all__ = ["Endpoint", "Failure", "RetryRule"]
+__all__ = ["Connections", "Endpoint", "Failure", "RetryRule", "proxy_for"]
 
 _ON_THE_WIRE = functools.partial(seamkit.secret_json, reveal=True)
 """What ``json`` cannot write: a `Secret` goes on the wire as its value."""
 
 
-async def _closing(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+class Connections:
+    """One event loop's pooled connections to an endpoint's server: an
+    httpx transport (httpx's connection pool, without its client's cookie
+    jar, auth and redirect layers, which a provider never uses: about a
+    tenth of a streamed turn's CPU), whether it is closed, and what every
+    request to the server carries, made once: its ``url``, ``headers`` and
+    ``timeout``."""
+
+    def __init__(
+        self,
+        transport: httpx.AsyncHTTPTransport,
+        *,
+        url: httpx.URL,
+        headers: httpx.Headers,
+        timeout: dict[str, float | None],
+    ) -> None:
+        self.transport = transport
+        self.url = url
+        self.headers = headers
+        self.timeout = timeout
+        self.is_closed = False
+
+    def request(self, content: bytes) -> httpx.Request:
+        """A POST of ``content``."""
+        import httpx  # lazy: loaded with the connections
+
+        return httpx.Request(
+            "POST",
+            self.url,
+            content=content,
+            headers=self.headers,
+            extensions={"timeout": self.timeout},
+        )
+
+    async def aclose(self) -> None:
+        """Close the connections (again is a no-op)."""
+        if not self.is_closed:
+            self.is_closed = True
+            await self.transport.aclose()
+
+
+async def _closing(connections: Connections) -> AsyncGenerator[None, None]:
     try:
         yield
     finally:
-        await client.aclose()
+        await connections.aclose()
 
 
-def _close_at_shutdown(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+def _close_at_shutdown(connections: Connections) -> AsyncGenerator[None, None]:
     """An async generator, started on the running loop and paused, that
-    closes ``client`` when it is finalized: the loop's
+    closes ``connections`` when it is finalized: the loop's
     ``shutdown_asyncgens`` (which ``asyncio.run`` calls before closing the
-    loop) closes it there, on the loop its connections belong to. The caller
-    keeps it (the loop holds it only weakly)."""
-    closer = _closing(client)
+    loop) closes them there, on the loop they belong to. The caller keeps it
+    (the loop holds it only weakly)."""
+    closer = _closing(connections)
     step = closer.__anext__()  # registers it with the running loop
     with contextlib.suppress(StopIteration):
         step.send(None)  # runs to its yield, no await on the way
     return closer
+
+
+def _exempt(host: str, no_proxy: str) -> bool:
+    """Whether ``NO_PROXY`` (comma-separated; ``*`` for every host; an entry
+    names a host and the domains under it, with or without a leading dot)
+    exempts ``host``."""
+    host = host.lower()
+    for entry in no_proxy.split(","):
+        name = entry.strip().lower().lstrip(".")
+        if name == "*" or (name and (host == name or host.endswith(f".{name}"))):
+            return True
+    return False
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY`` or
+    ``HTTP_PROXY`` by its scheme, else ``ALL_PROXY``, in either case),
+    unless ``NO_PROXY`` exempts its host: what an httpx client that trusts
+    the environment uses."""
+    import urllib.parse  # lazy: read when connections are first made
+    import urllib.request  # lazy: likewise
+
+    parts = urllib.parse.urlsplit(url)
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or _exempt(parts.hostname or "", proxies.get("no", "")):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 class Failure(Protocol):
@@ -78,6 +147,12 @@ class Endpoint:
     ``failure`` makes the error for a final failed answer, ``should_retry``
     judges a failed answer (default: `seamkit.plugins.retry_status`), and
     ``hint`` is the error's hint when the server cannot be reached.
+
+    Requests go straight to httpx's transport, as an httpx client would send
+    them less what a provider never needs: no redirect is followed, no cookie
+    is kept or sent back; the environment's proxy (`proxy_for`) and
+    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` are honoured, and ``accept-encoding``
+    offers gzip and deflate.
     """
 
     def __init__(
@@ -97,7 +172,7 @@ class Endpoint:
     ) -> None:
         self.url = url
         self.where = where
-        self._headers = dict(headers)
+        self._headers = {"accept-encoding": "gzip, deflate", **headers}  # as httpx's client
         for name, value in (more_headers or {}).items():
             plain = value.get_secret_value() if isinstance(value, seamkit.Secret) else value
             self._headers[name.lower()] = plain
@@ -109,41 +184,35 @@ class Endpoint:
         self._should_retry = should_retry
         self._hint = hint
         self._tls = not url.startswith("http://")
-        self._client: httpx.AsyncClient | None = None
+        self._connections: Connections | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closer: AsyncGenerator[None, None] | None = None
 
-    def client(self) -> httpx.AsyncClient:
-        """The pooled client of the running event loop (a new one when the
-        loop changed: a client's connections belong to one loop).
+    def connections(self) -> Connections:
+        """The pooled connections of the running event loop (new ones when
+        the loop changed: a connection belongs to one loop).
 
-        A client is closed on its own loop: when that loop shuts down
+        They are closed on their own loop: when that loop shuts down
         (``asyncio.run`` ending, or any runner that finalizes async
         generators), and, when the loop changes while the old one still runs
         in another thread, there and then. Only a loop closed without
-        finalizing its async generators leaves the old client's sockets to
-        the garbage collector."""
+        finalizing its async generators leaves the old sockets to the
+        garbage collector."""
         import httpx  # lazy: httpx loads when a provider first asks
 
         loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            old, old_loop = self._client, self._loop
+        if self._connections is None or self._loop is not loop:
+            old, old_loop = self._connections, self._loop
             if (
                 old is not None
                 and old_loop is not None
                 and not old.is_closed
                 and old_loop.is_running()
                 and not old_loop.is_closed()
-            ):  # the old loop runs in another thread: close the client there
+            ):  # the old loop runs in another thread: close them there
                 asyncio.run_coroutine_threadsafe(old.aclose(), old_loop)
             settings = self._settings
-            self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(
-                    settings.timeout_seconds,
-                    connect=settings.connect_timeout_seconds,
-                    pool=settings.timeout_seconds,
-                ),
+            transport = httpx.AsyncHTTPTransport(
                 limits=httpx.Limits(
                     max_connections=settings.max_connections,
                     max_keepalive_connections=min(100, settings.max_connections),
@@ -151,20 +220,28 @@ class Endpoint:
                 # A plain-HTTP server (a local Ollama, vLLM or LiteLLM proxy)
                 # needs no TLS: no certificate store to load (about 0.1 s).
                 verify=self._tls,
-                # Never a redirect: httpx strips only Authorization, so the
-                # x-api-key, a secret in the config's headers and the prompt
-                # would go on to wherever it points.
-                follow_redirects=False,
+                proxy=proxy_for(self.url),
+            )
+            timeout = httpx.Timeout(
+                settings.timeout_seconds,
+                connect=settings.connect_timeout_seconds,
+                pool=settings.timeout_seconds,
+            )
+            self._connections = Connections(
+                transport,
+                url=httpx.URL(self.url),
+                headers=httpx.Headers(self._headers),
+                timeout=timeout.as_dict(),
             )
             self._loop = loop
-            self._closer = _close_at_shutdown(self._client)
-        return self._client
+            self._closer = _close_at_shutdown(self._connections)
+        return self._connections
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
+        if self._connections is not None:
+            connections, self._connections = self._connections, None
+            await connections.aclose()
 
     @asynccontextmanager
     async def post(self, body: Mapping[str, object]) -> AsyncIterator[httpx.Response]:
@@ -173,15 +250,16 @@ class Endpoint:
         ends; retried as the rule says, else a `seamkit.ModelError`."""
         import httpx  # lazy: loaded with the client
 
-        client = self.client()
+        connections = self.connections()
         content = json.dumps(body, default=_ON_THE_WIRE).encode()
         retries = self._settings.max_retries
         attempt = 0
         while True:
             attempt += 1
-            request = client.build_request("POST", self.url, content=content)
+            request = connections.request(content)
             try:
-                response = await client.send(request, stream=True)
+                response = await connections.transport.handle_async_request(request)
+                response.request = request
             except httpx.TransportError as exc:
                 if attempt <= retries:
                     await self._pause(attempt, None, f"{type(exc).__name__}: {exc}")

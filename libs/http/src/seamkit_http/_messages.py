@@ -18,6 +18,7 @@ __all__ = [
     "json_object",
     "key_origin",
     "key_refused",
+    "parsed_object",
     "server_message",
     "shown",
     "status_failure",
@@ -66,17 +67,36 @@ def shown(raw: str | bytes, secrets: Sequence[str] = (), limit: int = 200) -> st
     return repr(seamkit.redact(text, secrets)[:limit])
 
 
+_RAW_DECODE = json.JSONDecoder().raw_decode
+
+
+def parsed_object(raw: str | bytes) -> dict[str, object] | None:
+    """``raw`` parsed when it is one JSON object (whitespace around it
+    allowed), else ``None``. A text that starts with ``{`` is read with
+    ``JSONDecoder.raw_decode``, as ``json.loads`` reads it less its two
+    whitespace scans and a call: about half its cost on a stream event."""
+    data: object = None
+    try:
+        if isinstance(raw, str) and raw[:1] == "{":
+            data, end = _RAW_DECODE(raw)
+            if end != len(raw) and raw[end:].strip():
+                return None  # more after the object
+        else:
+            data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError is one
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def json_object(
     raw: str | bytes, what: str, *, where: str, provider: str, secrets: Sequence[str] = ()
 ) -> dict[str, object]:
-    """``raw`` parsed, when it is a JSON object; else a `seamkit.ModelError`
-    saying that ``where`` sent ``what`` ("an answer", "a stream event") that
-    is not one, quoting its start with ``secrets`` masked (`shown`)."""
-    try:
-        data = json.loads(raw)
-    except ValueError:  # UnicodeDecodeError is one
-        data = None
-    if not isinstance(data, dict):
+    """``raw`` parsed, when it is a JSON object (`parsed_object`); else a
+    `seamkit.ModelError` saying that ``where`` sent ``what`` ("an answer",
+    "a stream event") that is not one, quoting its start with ``secrets``
+    masked (`shown`)."""
+    data = parsed_object(raw)
+    if data is None:
         raise seamkit.ModelError(
             f"{where} sent {what} that is not a JSON object: {shown(raw, secrets)}",
             provider=provider,

@@ -238,23 +238,36 @@ _NOT_JSON = frozenset({"text", "thinking", "redacted_thinking"})
 
 
 class _Block:
-    __slots__ = ("data", "json", "position")
+    """A block being streamed: its start's ``data``, the ``pieces`` its
+    deltas brought (a text block's ``text_delta`` texts, or any other
+    block's ``input_json_delta`` fragments: a block gets one kind or none),
+    and its ``position`` among the tool calls, for a ``tool_use`` block."""
+
+    __slots__ = ("data", "pieces", "position")
 
     def __init__(self, data: dict[str, Any], position: int | None) -> None:
         self.data = data
-        self.json: list[str] = []  # input_json_delta pieces
-        self.position = position  # among the tool calls, for a tool_use block
+        self.pieces: list[str] = []
+        self.position = position
+
+    @property
+    def text(self) -> str:
+        """A text block's text so far (its start's, then its deltas')."""
+        return (self.data.get("text") or "") + "".join(self.pieces)
 
     def finished(self) -> dict[str, Any]:
         data = self.data
-        if data.get("type") == "tool_use":
+        kind = data.get("type")
+        if kind == "text":
+            return {**data, "text": self.text} if self.pieces else data
+        if kind == "tool_use":
             value = data.get("input")
-            if not self.json and value:  # the input came whole in the start
+            if not self.pieces and value:  # the input came whole in the start
                 text = value if isinstance(value, str) else json.dumps(value)
                 return {**data, "arguments": text}
-            return {**data, "arguments": "".join(self.json)}
-        if self.json:  # a server tool's input, streamed like a call's
-            text = "".join(self.json)
+            return {**data, "arguments": "".join(self.pieces)}
+        if self.pieces:  # a server tool's input, streamed like a call's
+            text = "".join(self.pieces)
             try:
                 return {**data, "input": json.loads(text)}
             except ValueError:
@@ -344,13 +357,13 @@ class TurnAssembler:
         as some proxies send it) hands its arguments over as one fragment."""
         index = data.get("index")
         block = self._blocks.get(index) if isinstance(index, int) else None
-        if block is None or block.position is None or block.json:
+        if block is None or block.position is None or block.pieces:
             return []
         value = block.data.get("input")
         if not value:
             return []
         text = value if isinstance(value, str) else json.dumps(value)
-        block.json.append(text)
+        block.pieces.append(text)
         return [
             ToolArgumentsDelta(block.position, block.data.get("id"), block.data.get("name"), text)
         ]
@@ -358,23 +371,29 @@ class TurnAssembler:
     def _delta(self, data: dict[str, object]) -> list[Piece]:
         index = data.get("index")
         block = self._blocks.get(index) if isinstance(index, int) else None
-        delta = _object(data.get("delta"), "a content_block_delta's delta")
+        delta = data.get("delta")
+        if type(delta) is not dict:
+            delta = _object(delta, "a content_block_delta's delta")
         if block is None:
             raise BrokenAnswer(f"content_block_delta for block {index!r}, which never started")
         kind = delta.get("type")
         into = block.data["type"]
+        if kind == "text_delta" and into == "text":  # the common case, first
+            text = delta.get("text")
+            if type(text) is not str:
+                text = _text(text, "a text_delta's text")
+            if not text:
+                return []
+            block.pieces.append(text)
+            return [text]
         wanted = _DELTA_INTO.get(kind) if isinstance(kind, str) else None
         if wanted is not None and (into in _NOT_JSON if wanted == "json" else into != wanted):
             raise BrokenAnswer(f"a {kind} for block {index}, a {into} block")
-        if kind == "text_delta":
-            text = _text(delta.get("text"), "a text_delta's text")
-            block.data["text"] = (block.data.get("text") or "") + text
-            return [text] if text else []
         if kind == "input_json_delta":
             piece = _text(delta.get("partial_json"), "an input_json_delta's partial_json")
             if not piece:
                 return []
-            block.json.append(piece)
+            block.pieces.append(piece)
             if block.position is None:
                 return []
             return [
@@ -394,9 +413,7 @@ class TurnAssembler:
     def text_so_far(self) -> str:
         """The text received so far."""
         return "".join(
-            b.data.get("text") or ""
-            for _, b in sorted(self._blocks.items())
-            if b.data.get("type") == "text"
+            b.text for _, b in sorted(self._blocks.items()) if b.data.get("type") == "text"
         )
 
     @property
@@ -406,7 +423,7 @@ class TurnAssembler:
         if not calls:
             return None
         call = calls[-1]
-        return str(call.data.get("name") or ""), sum(len(p) for p in call.json)
+        return str(call.data.get("name") or ""), sum(len(p) for p in call.pieces)
 
     @property
     def reason(self) -> str | None:

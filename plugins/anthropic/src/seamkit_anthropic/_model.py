@@ -1,6 +1,6 @@
 """`AnthropicModel`: the `seamkit.Model` that asks Anthropic's Messages API
 (``POST {base_url}/v1/messages``), streamed over server-sent events or whole,
-with the official client's retries, on one pooled httpx client per event
+with the official client's retries, on one pooled httpx transport per event
 loop."""
 
 from __future__ import annotations
@@ -9,14 +9,24 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from importlib.metadata import version
 from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import shown_url
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
+from seamkit_http import (
+    Endpoint,
+    EventDecoder,
+    ServerEvent,
+    body_chunks,
+    cut_off,
+    json_object,
+    key_origin,
+    parsed_object,
+    stream_progress,
+)
 
 from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig
@@ -134,26 +144,12 @@ class AnthropicModel:
         """The whole answer to ``request``, as one turn. With a token limit
         above `LONG_MAX_TOKENS` the answer is streamed and its turn returned,
         as a whole answer that long could outlast the network's patience."""
-        if (request.max_tokens or self.config.max_tokens) > LONG_MAX_TOKENS:
-            async with contextlib.aclosing(self.stream(request)) as items:
-                async for item in items:
-                    if isinstance(item, seamkit.ModelTurn):
-                        return item
-            raise seamkit.ModelError(f"{self.where}: the stream ended without a turn")
-        import httpx  # lazy: loaded with the client
-
-        body = request_body(request, self.config, stream=False)
-        async with self._endpoint.post(body) as response:
-            if _is_stream(response):  # a server that streams unasked
-                assembler = TurnAssembler()
-                async for _ in self._events(response, assembler):
-                    pass
-                return self._finished(self._assembled(assembler), request)
-            try:
-                raw = await response.aread()
-            except httpx.TransportError as exc:
-                raise self._cut(None, exc) from None
-        return self._finished(self._whole(raw), request)
+        long = (request.max_tokens or self.config.max_tokens) > LONG_MAX_TOKENS
+        async with contextlib.aclosing(self._exchange(request, stream=long)) as items:
+            async for item in items:
+                if isinstance(item, seamkit.ModelTurn):
+                    return item
+        raise seamkit.ModelError(f"{self.where}: the answer ended without a turn")
 
     def _whole(self, raw: bytes) -> seamkit.ModelTurn:
         """The turn of a whole answer's body."""
@@ -194,16 +190,34 @@ class AnthropicModel:
             )
         return data
 
-    async def stream(
+    def stream(
         self, request: seamkit.ModelRequest
     ) -> AsyncGenerator[str | ToolArgumentsDelta | seamkit.ModelTurn, None]:
         """The answer's text and its tool calls' argument fragments
         (`seamkit.stream.ToolArgumentsDelta`) as they arrive, then the turn.
         Thinking is kept in the turn, never yielded."""
-        body = request_body(request, self.config, stream=True)
+        return self._exchange(request, stream=True)
+
+    async def _exchange(
+        self, request: seamkit.ModelRequest, *, stream: bool
+    ) -> AsyncGenerator[str | ToolArgumentsDelta | seamkit.ModelTurn, None]:
+        """Ask for ``request``'s answer, streamed or whole, and yield what it
+        adds as it arrives, then its turn, whichever form the server chose
+        (a server may stream unasked, or ignore ``stream: true``).
+
+        A stream's events are read here, in one loop (an async generator
+        between them and the caller would cost more than the loop's work):
+        each is fed to a `TurnAssembler` up to ``message_stop``; an ``error``
+        event, or an end before ``message_stop``, raises."""
+        import httpx  # lazy: loaded with the client
+
+        body = request_body(request, self.config, stream=stream)
         async with self._endpoint.post(body) as response:
             if not _is_stream(response):
-                raw = await response.aread()  # a server that ignored stream: true
+                try:
+                    raw = await response.aread()
+                except httpx.TransportError as exc:
+                    raise self._cut(None, exc) from None
                 turn = self._finished(self._whole(raw), request)
                 if turn.message.text:
                     yield turn.message.text
@@ -213,57 +227,52 @@ class AnthropicModel:
                 yield turn
                 return
             assembler = TurnAssembler()
-            async for piece in self._events(response, assembler):
-                yield piece
+            chunks = body_chunks(response)
+            decoder = EventDecoder()
+            try:
+                async for chunk in chunks:
+                    for event in decoder.feed(chunk):
+                        for piece in self._take(event, assembler):
+                            yield piece
+                        if assembler.stopped:
+                            break
+                    if assembler.stopped:
+                        break
+            except httpx.TransportError as exc:
+                raise self._cut(assembler, exc) from None
+            if not assembler.stopped:
+                raise self._cut(assembler, None)
+            # read the body's end, so the connection goes back to the pool
+            with contextlib.suppress(httpx.TransportError, TimeoutError):
+                async with asyncio.timeout(_DRAIN_SECONDS):
+                    async for _ in chunks:
+                        pass
         yield self._finished(self._assembled(assembler), request)
 
-    async def _events(
-        self, response: httpx.Response, assembler: TurnAssembler
-    ) -> AsyncIterator[Piece]:
-        """Feed ``response``'s events to ``assembler``, yielding what each
-        adds, up to ``message_stop``; an ``error`` event, or an end before
-        ``message_stop``, raises."""
-        import httpx  # lazy: loaded with the client
-        from httpx_sse import EventSource  # lazy: loaded with the client
-
-        events = EventSource(response).aiter_sse()
+    def _take(self, event: ServerEvent, assembler: TurnAssembler) -> list[Piece]:
+        """Feed ``event`` to ``assembler``; what it adds. An ``error`` event
+        raises its error; one that breaks the protocol, `_broken`'s."""
+        if not event.data:
+            return []
+        data = parsed_object(event.data)
+        if data is None:  # the error says what it is
+            data = json_object(
+                event.data,
+                "a stream event",
+                where=self.where,
+                provider=_PROVIDER,
+                secrets=self._secrets,
+            )
+        kind = data.get("type")
+        kind = kind if isinstance(kind, str) else event.event
+        if kind == "error" or event.event == "error":
+            raise answer_failure(
+                data.get("error"), where=self.where, model=self.config.name, secrets=self._secrets
+            )
         try:
-            async for event in events:
-                if not event.data:
-                    continue
-                data = json_object(
-                    event.data,
-                    "a stream event",
-                    where=self.where,
-                    provider=_PROVIDER,
-                    secrets=self._secrets,
-                )
-                kind = data.get("type")
-                kind = kind if isinstance(kind, str) else event.event
-                if kind == "error" or event.event == "error":
-                    raise answer_failure(
-                        data.get("error"),
-                        where=self.where,
-                        model=self.config.name,
-                        secrets=self._secrets,
-                    )
-                try:
-                    pieces = assembler.feed(kind, data)
-                except _UNREADABLE as exc:
-                    raise self._broken(exc) from None
-                for piece in pieces:
-                    yield piece
-                if assembler.stopped:
-                    break
-        except httpx.TransportError as exc:
-            raise self._cut(assembler, exc) from None
-        if not assembler.stopped:
-            raise self._cut(assembler, None)
-        # read the body's end, so the connection goes back to the pool
-        with contextlib.suppress(httpx.TransportError, TimeoutError):
-            async with asyncio.timeout(_DRAIN_SECONDS):
-                async for _ in events:
-                    pass
+            return assembler.feed(kind, data)
+        except _UNREADABLE as exc:
+            raise self._broken(exc) from None
 
     def _cut(self, assembler: TurnAssembler | None, exc: Exception | None) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""

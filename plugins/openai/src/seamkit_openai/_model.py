@@ -1,6 +1,6 @@
 """`OpenAIModel`: the `seamkit.Model` that asks a chat-completions server,
 streamed over server-sent events or whole, with retries, on one pooled
-httpx client per event loop."""
+httpx transport per event loop (`seamkit_http.Endpoint`)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,16 @@ from typing import Any
 
 import httpx
 import seamkit
-from httpx_sse import EventSource
 from seamkit.plugins import shown_url
 from seamkit.stream import ToolArgumentsDelta
-from seamkit_http import Endpoint, cut_off, json_object, key_origin, stream_progress
+from seamkit_http import (
+    Endpoint,
+    cut_off,
+    json_object,
+    key_origin,
+    server_events,
+    stream_progress,
+)
 
 from ._assemble import FAILED_FINISHES, TurnAssembler, is_filtered, turn_from_completion
 from ._config import OpenAIConfig
@@ -153,7 +159,7 @@ class OpenAIModel:
                 return
             assembler = TurnAssembler()
             done = False
-            events = EventSource(response).aiter_sse()
+            events = server_events(response)
             try:
                 async for event in events:
                     data = event.data

@@ -89,6 +89,14 @@ def _close_at_shutdown(connections: Connections) -> AsyncGenerator[None, None]:
     return closer
 
 
+def _basic_auth(user: str, password: str) -> str:
+    """The ``authorization`` header for a URL's ``user`` and ``password``
+    (a base URL such as ``https://ann:PASSWORD@llm.corp/``)."""
+    import base64  # lazy: only a URL with a user in it needs it
+
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 def _exempt(host: str, no_proxy: str) -> bool:
     """Whether ``NO_PROXY`` (comma-separated; ``*`` for every host; an entry
     names a host and the domains under it, with or without a leading dot)
@@ -150,9 +158,10 @@ class Endpoint:
 
     Requests go straight to httpx's transport, as an httpx client would send
     them less what a provider never needs: no redirect is followed, no cookie
-    is kept or sent back; the environment's proxy (`proxy_for`) and
-    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` are honoured, and ``accept-encoding``
-    offers gzip and deflate.
+    is kept or sent back; a user and password in ``url`` go as Basic auth
+    (winning over an ``authorization`` header, as in an httpx client), the
+    environment's proxy (`proxy_for`) and ``SSL_CERT_FILE``/``SSL_CERT_DIR``
+    are honoured, and ``accept-encoding`` offers gzip and deflate.
     """
 
     def __init__(
@@ -227,11 +236,12 @@ class Endpoint:
                 connect=settings.connect_timeout_seconds,
                 pool=settings.timeout_seconds,
             )
+            url = httpx.URL(self.url)
+            headers = httpx.Headers(self._headers)
+            if url.username or url.password:  # Basic auth, as an httpx client sends it
+                headers["authorization"] = _basic_auth(url.username, url.password)
             self._connections = Connections(
-                transport,
-                url=httpx.URL(self.url),
-                headers=httpx.Headers(self._headers),
-                timeout=timeout.as_dict(),
+                transport, url=url, headers=headers, timeout=timeout.as_dict()
             )
             self._loop = loop
             self._closer = _close_at_shutdown(self._connections)

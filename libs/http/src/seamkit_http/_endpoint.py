@@ -97,16 +97,25 @@ def _basic_auth(user: str, password: str) -> str:
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
-def _exempt(host: str, no_proxy: str) -> bool:
+def _exempt(host: str, port: int | None, no_proxy: str) -> bool:
     """Whether ``NO_PROXY`` (comma-separated; ``*`` for every host; an entry
-    names a host and the domains under it, with or without a leading dot)
-    exempts ``host``."""
+    names a host and the domains under it, with or without a leading dot,
+    and with ``:PORT`` only that port there) exempts ``host`` at ``port``."""
     host = host.lower()
     for entry in no_proxy.split(","):
-        name = entry.strip().lower().lstrip(".")
+        name = entry.strip().lower()
+        head, colon, tail = name.rpartition(":")
+        if colon and tail.isdigit() and (":" not in head or head.endswith("]")):
+            if int(tail) != port:
+                continue
+            name = head  # "host:port" or "[v6]:port"; a bare IPv6 address has no port
+        name = name.strip("[]").lstrip(".")
         if name == "*" or (name and (host == name or host.endswith(f".{name}"))):
             return True
     return False
+
+
+_PORTS = {"http": 80, "https": 443}
 
 
 def proxy_for(url: str) -> str | None:
@@ -120,7 +129,10 @@ def proxy_for(url: str) -> str | None:
     parts = urllib.parse.urlsplit(url)
     proxies = urllib.request.getproxies_environment()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or _exempt(parts.hostname or "", proxies.get("no", "")):
+    if not proxy:
+        return None
+    port = parts.port or _PORTS.get(parts.scheme)
+    if _exempt(parts.hostname or "", port, proxies.get("no", "")):
         return None
     return proxy if "://" in proxy else f"http://{proxy}"
 

@@ -120,14 +120,15 @@ _PORTS = {"http": 80, "https": 443}
 
 def proxy_for(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``HTTPS_PROXY`` or
-    ``HTTP_PROXY`` by its scheme, else ``ALL_PROXY``, in either case),
+    ``HTTP_PROXY`` by its scheme, else ``ALL_PROXY``, in either case; with
+    none of them set, the system's proxy settings on macOS and Windows),
     unless ``NO_PROXY`` exempts its host: what an httpx client that trusts
-    the environment uses."""
+    the environment uses (``urllib.request.getproxies``, as httpx reads it)."""
     import urllib.parse  # lazy: read when connections are first made
     import urllib.request  # lazy: likewise
 
     parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
+    proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     if not proxy:
         return None

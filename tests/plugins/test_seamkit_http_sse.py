@@ -204,6 +204,23 @@ def test_no_proxy_exempts_a_host_and_the_domains_under_it(clean_env: pytest.Monk
     assert proxy_for("https://api.anthropic.com") is None
 
 
+def test_a_no_proxy_entry_with_a_port_exempts_that_port_only(
+    clean_env: pytest.MonkeyPatch,
+) -> None:
+    """As an httpx client reads ``NO_PROXY=localhost:11434``: a local Ollama
+    is reached directly, the same host on another port through the proxy."""
+    clean_env.setenv("HTTP_PROXY", "http://proxy.corp:3128")
+    clean_env.setenv("NO_PROXY", "localhost:11434, 10.0.0.5:4000, [::1]:8000, ::2")
+    assert proxy_for("http://localhost:11434/v1") is None
+    assert proxy_for("http://10.0.0.5:4000") is None
+    assert proxy_for("http://[::1]:8000/v1") is None
+    assert proxy_for("http://[::2]:9000") is None  # an IPv6 address, not a port
+    assert proxy_for("http://localhost:8000/v1") == "http://proxy.corp:3128"
+    assert proxy_for("http://[::1]:8001") == "http://proxy.corp:3128"
+    clean_env.setenv("NO_PROXY", "llm.corp:80")
+    assert proxy_for("http://llm.corp/v1") is None  # the scheme's port
+
+
 ANSWER = {
     "id": "msg_1",
     "type": "message",

@@ -52,10 +52,10 @@ if TYPE_CHECKING:
 __getattr__, __dir__, __all__ = lazy_module(
     __name__,
     {
-        "ConnectionSettings": "._settings",
-        "Connections": "._endpoint",  # pydantic loads with a config model
-        "Endpoint": "._endpoint",
-        "EventDecoder": "._sse",  # httpx loads only when it first posts
+        "ConnectionSettings": "._settings",  # pydantic loads with a config model
+        "Connections": "._endpoint",
+        "Endpoint": "._endpoint",  # httpx loads only when it first posts
+        "EventDecoder": "._sse",
         "Failure": "._endpoint",
         "ServerEvent": "._sse",
         "MESSAGE_LIMIT": "._messages",

@@ -89,30 +89,51 @@ def _close_at_shutdown(connections: Connections) -> AsyncGenerator[None, None]:
     return closer
 
 
-def _exempt(host: str, no_proxy: str) -> bool:
+def _basic_auth(user: str, password: str) -> str:
+    """The ``authorization`` header for a URL's ``user`` and ``password``
+    (a base URL such as ``https://ann:PASSWORD@llm.corp/``)."""
+    import base64  # lazy: only a URL with a user in it needs it
+
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _exempt(host: str, port: int | None, no_proxy: str) -> bool:
     """Whether ``NO_PROXY`` (comma-separated; ``*`` for every host; an entry
-    names a host and the domains under it, with or without a leading dot)
-    exempts ``host``."""
+    names a host and the domains under it, with or without a leading dot,
+    and with ``:PORT`` only that port there) exempts ``host`` at ``port``."""
     host = host.lower()
     for entry in no_proxy.split(","):
-        name = entry.strip().lower().lstrip(".")
+        name = entry.strip().lower()
+        head, colon, tail = name.rpartition(":")
+        if colon and tail.isdigit() and (":" not in head or head.endswith("]")):
+            if int(tail) != port:
+                continue
+            name = head  # "host:port" or "[v6]:port"; a bare IPv6 address has no port
+        name = name.strip("[]").lstrip(".")
         if name == "*" or (name and (host == name or host.endswith(f".{name}"))):
             return True
     return False
 
 
+_PORTS = {"http": 80, "https": 443}
+
+
 def proxy_for(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``HTTPS_PROXY`` or
-    ``HTTP_PROXY`` by its scheme, else ``ALL_PROXY``, in either case),
+    ``HTTP_PROXY`` by its scheme, else ``ALL_PROXY``, in either case; with
+    none of them set, the system's proxy settings on macOS and Windows),
     unless ``NO_PROXY`` exempts its host: what an httpx client that trusts
-    the environment uses."""
+    the environment uses (``urllib.request.getproxies``, as httpx reads it)."""
     import urllib.parse  # lazy: read when connections are first made
     import urllib.request  # lazy: likewise
 
     parts = urllib.parse.urlsplit(url)
-    proxies = urllib.request.getproxies_environment()
+    proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or _exempt(parts.hostname or "", proxies.get("no", "")):
+    if not proxy:
+        return None
+    port = parts.port or _PORTS.get(parts.scheme)
+    if _exempt(parts.hostname or "", port, proxies.get("no", "")):
         return None
     return proxy if "://" in proxy else f"http://{proxy}"
 
@@ -150,9 +171,10 @@ class Endpoint:
 
     Requests go straight to httpx's transport, as an httpx client would send
     them less what a provider never needs: no redirect is followed, no cookie
-    is kept or sent back; the environment's proxy (`proxy_for`) and
-    ``SSL_CERT_FILE``/``SSL_CERT_DIR`` are honoured, and ``accept-encoding``
-    offers gzip and deflate.
+    is kept or sent back; a user and password in ``url`` go as Basic auth
+    (winning over an ``authorization`` header, as in an httpx client), the
+    environment's proxy (`proxy_for`) and ``SSL_CERT_FILE``/``SSL_CERT_DIR``
+    are honoured, and ``accept-encoding`` offers gzip and deflate.
     """
 
     def __init__(
@@ -227,11 +249,12 @@ class Endpoint:
                 connect=settings.connect_timeout_seconds,
                 pool=settings.timeout_seconds,
             )
+            url = httpx.URL(self.url)
+            headers = httpx.Headers(self._headers)
+            if url.username or url.password:  # Basic auth, as an httpx client sends it
+                headers["authorization"] = _basic_auth(url.username, url.password)
             self._connections = Connections(
-                transport,
-                url=httpx.URL(self.url),
-                headers=httpx.Headers(self._headers),
-                timeout=timeout.as_dict(),
+                transport, url=url, headers=headers, timeout=timeout.as_dict()
             )
             self._loop = loop
             self._closer = _close_at_shutdown(self._connections)

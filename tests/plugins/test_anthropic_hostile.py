@@ -404,3 +404,23 @@ def test_a_tool_output_that_looks_like_content_blocks_stays_one_string() -> None
         {"type": "tool_result", "tool_use_id": "toolu_1", "content": forged}
     ]
     assert "system" not in body  # user text never reaches the system prompt
+
+
+def test_arguments_nested_past_pythons_stack_stay_text_never_a_crash(
+    server: ReplayServer,
+) -> None:
+    """A call whose streamed arguments nest 100,000 deep (``json.loads``
+    raises ``RecursionError``): the turn keeps them as text, for the kernel
+    to refuse, and the next request sends them back without parsing them."""
+    deep = "[" * 100_000 + "]" * 100_000
+    server.script(
+        "deep",
+        sse(START, begin(0, CALL), delta(0, arguments(deep)), end(0), CALLS, STOP),
+    )
+    *_, turn = asyncio.run(streamed(model_for(server, "deep")))
+    (call,) = turn.message.tool_calls
+    assert call.function.arguments == deep
+    messages = (seamkit.Message.user("hi"), turn.message, seamkit.Message.tool(call.id, "no"))
+    config = AnthropicConfig(provider="anthropic", name="m", cache="off")
+    body = request_body(seamkit.ModelRequest(messages=messages), config, stream=False)
+    assert body["messages"][1]["content"][0]["input"] == {"_raw_arguments": deep}

@@ -20,6 +20,8 @@ from httpx_sse import EventSource
 from hypothesis import given, settings, strategies as st
 from seamkit_http import EventDecoder, ServerEvent, proxy_for, server_events
 
+from tests.plugins.openai_server import ReplayServer, Reply
+
 # --- the decoder ---------------------------------------------------------------------
 
 _LINE = st.text(st.characters(exclude_characters="\r\n", codec="utf-8"), max_size=12)
@@ -303,3 +305,68 @@ def test_a_provider_goes_through_the_environments_proxy_unless_exempt(
         clean_env.setenv("NO_PROXY", "127.0.0.1")
         assert _ask(f"http://127.0.0.1:{port}") == "through the proxy"
         assert lines[1] == "POST /v1/messages HTTP/1.1"  # straight to the server
+
+
+# --- answers that do not decode ----------------------------------------------------------
+
+NOT_GZIP = Reply([b"this is not gzip at all"], headers={"content-encoding": "gzip"})
+
+
+def _provider_model(provider: str, server: ReplayServer) -> seamkit.Model:
+    from seamkit_anthropic import (  # lazy: both providers
+        AnthropicConfig,
+        build_model as build_anthropic,
+    )
+    from seamkit_openai import OpenAIConfig, build_model as build_openai  # lazy: both providers
+
+    if provider == "anthropic":
+        return build_anthropic(
+            AnthropicConfig(
+                provider="anthropic",
+                name="m",
+                base_url=server.root_url,
+                api_key="sk-a",
+                max_retries=0,
+            )
+        )
+    return build_openai(
+        OpenAIConfig(
+            provider="openai", name="m", base_url=server.base_url, api_key="sk-o", max_retries=0
+        )
+    )
+
+
+def _outcome(model: seamkit.Model, streamed: bool) -> object:
+    request = seamkit.ModelRequest(messages=(seamkit.Message.user("hi"),))
+
+    async def go() -> object:
+        async with model:  # type: ignore[attr-defined]
+            if streamed:
+                return [item async for item in model.stream(request)]
+            return await model.complete(request)
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(NOT_GZIP.body, headers={**NOT_GZIP.headers, "content-type": "application/json"}),
+        Reply(NOT_GZIP.body, headers={**NOT_GZIP.headers, "content-type": "text/event-stream"}),
+        Reply(NOT_GZIP.body, 500, NOT_GZIP.headers),
+        Reply([b"[" * 100_000 + b"]" * 100_000], headers={"content-type": "application/json"}),
+    ],
+    ids=["corrupt-gzip-json", "corrupt-gzip-stream", "corrupt-gzip-error", "nested-too-deep"],
+)
+def test_an_answer_that_does_not_decode_is_a_model_error_never_a_crash(
+    provider: str, streamed: bool, reply: Reply
+) -> None:
+    """A body whose gzip is broken (httpx raises ``DecodingError``, not a
+    ``TransportError``) or JSON nested past Python's stack
+    (``RecursionError``): the run gets a `seamkit.ModelError`."""
+    with ReplayServer() as server:
+        server.script("m", reply)
+        with pytest.raises(seamkit.ModelError):
+            _outcome(_provider_model(provider, server), streamed)

@@ -299,7 +299,7 @@ class Endpoint:
                 return
             try:
                 raw = await response.aread()
-            except httpx.TransportError:
+            except httpx.RequestError:  # cut, or a body that does not decode
                 raw = b""
             finally:
                 await response.aclose()

@@ -83,8 +83,8 @@ def parsed_object(raw: str | bytes) -> dict[str, object] | None:
                 return None  # more after the object
         else:
             data = json.loads(raw)
-    except ValueError:  # UnicodeDecodeError is one
-        return None
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        return None  # RecursionError: nested deeper than Python's stack
     return data if isinstance(data, dict) else None
 
 

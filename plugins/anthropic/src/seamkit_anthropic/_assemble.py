@@ -141,7 +141,7 @@ def _canonical(arguments: str) -> str:
         return "{}"
     try:
         return json.dumps(json.loads(arguments))
-    except ValueError:
+    except (ValueError, RecursionError):  # cut off, or nested past Python's stack
         return arguments
 
 
@@ -270,7 +270,7 @@ class _Block:
             text = "".join(self.pieces)
             try:
                 return {**data, "input": json.loads(text)}
-            except ValueError:
+            except (ValueError, RecursionError):
                 return {**data, "input": text}
         return data
 

@@ -216,7 +216,7 @@ class AnthropicModel:
             if not _is_stream(response):
                 try:
                     raw = await response.aread()
-                except httpx.TransportError as exc:
+                except httpx.RequestError as exc:  # cut, or a body that does not decode
                     raise self._cut(None, exc) from None
                 turn = self._finished(self._whole(raw), request)
                 if turn.message.text:
@@ -238,12 +238,12 @@ class AnthropicModel:
                             break
                     if assembler.stopped:
                         break
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:  # cut, or a body that does not decode
                 raise self._cut(assembler, exc) from None
             if not assembler.stopped:
                 raise self._cut(assembler, None)
             # read the body's end, so the connection goes back to the pool
-            with contextlib.suppress(httpx.TransportError, TimeoutError):
+            with contextlib.suppress(httpx.RequestError, TimeoutError):
                 async with asyncio.timeout(_DRAIN_SECONDS):
                     async for _ in chunks:
                         pass

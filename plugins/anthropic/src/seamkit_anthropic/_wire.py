@@ -228,7 +228,7 @@ def _image(part: dict[str, Any]) -> dict[str, Any]:
 def _tool_input(arguments: str) -> dict[str, Any]:
     try:
         parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past Python's stack
         parsed = None
     if isinstance(parsed, dict):
         return parsed

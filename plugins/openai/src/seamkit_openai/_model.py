@@ -119,11 +119,15 @@ class OpenAIModel:
         """The whole answer to ``request``, as one turn."""
         body = request_body(request, self.config, stream=False)
         async with self._endpoint.post(body) as response:
-            try:
-                raw = await response.aread()
-            except httpx.TransportError as exc:
-                raise self._cut(None, exc) from None
+            raw = await self._body(response)
         return self._whole(raw, request)
+
+    async def _body(self, response: httpx.Response) -> bytes:
+        """A whole answer's body; an error when it is cut, or does not decode."""
+        try:
+            return await response.aread()
+        except httpx.RequestError as exc:
+            raise self._cut(None, exc) from None
 
     def _whole(self, raw: bytes, request: seamkit.ModelRequest) -> seamkit.ModelTurn:
         turn, reason = turn_from_completion(self._object(raw, "an answer"))
@@ -148,7 +152,7 @@ class OpenAIModel:
         body = request_body(request, self.config, stream=True)
         async with self._endpoint.post(body) as response:
             if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                raw = await response.aread()  # a server that ignored stream: true
+                raw = await self._body(response)  # a server that ignored stream: true
                 turn = self._whole(raw, request)
                 if turn.message.text:
                     yield turn.message.text
@@ -171,19 +175,19 @@ class OpenAIModel:
                     chunk = self._object(data, "a stream event")
                     for piece in assembler.feed(chunk):
                         yield piece
-            except httpx.TransportError as exc:
+            except httpx.RequestError as exc:  # cut, or a body that does not decode
                 raise self._cut(assembler, exc) from None
             if not done and assembler.finish_reason is None:
                 raise self._cut(assembler, None)
             if done:  # read the body's end, so the connection goes back to the pool
-                with contextlib.suppress(httpx.TransportError, TimeoutError):
+                with contextlib.suppress(httpx.RequestError, TimeoutError):
                     async with asyncio.timeout(_DRAIN_SECONDS):
                         async for _ in events:
                             pass
         yield self._finished(assembler.finish(), assembler.reason, request)
 
     def _cut(
-        self, assembler: TurnAssembler | None, exc: httpx.TransportError | None
+        self, assembler: TurnAssembler | None, exc: httpx.RequestError | None
     ) -> seamkit.ModelError:
         """The error for an answer that stopped before its end."""
         progress = None
@@ -227,7 +231,7 @@ class OpenAIModel:
                     continue
                 try:
                     json.loads(call.function.arguments)
-                except ValueError:
+                except (ValueError, RecursionError):
                     raise seamkit.ModelError(
                         f"{self.where}: the answer hit the token limit in the middle of "
                         f"tool call {call.function.name!r}'s arguments",

@@ -448,10 +448,15 @@ class SeamkitRun:
     def _check(self, given: DecideInput) -> None:
         """Refuse (leaving no history) decisions for a run that does not
         wait, or for calls it does not wait on."""
-        if self._state != "suspended" or self._inbox:
+        if self._state != "suspended":
             raise ValueError(f"the run is {self._state}: no call waits for a decision")
         if given.rounds is not None and given.rounds != self._rounds:
-            raise ValueError(_STALE)
+            raise ValueError(_STALE)  # whatever else is queued
+        if self._inbox:
+            raise ValueError(
+                "other decisions for the run arrived first and are being taken: "
+                "read its status, then decide again"
+            )
         waiting = {p.call_id for p in self._pending if p.decision is None}
         for call_id in given.decisions:
             if call_id not in waiting:

@@ -326,21 +326,34 @@ def test_sigterm_lets_the_http_call_in_flight_finish_with_two_workers(tmp_path: 
     served = ServiceProcess.http("tests.plugins.services.basic:Echo", tmp_path, workers=2)
     manifest = app(
         [service("echo", served.url, **ECHO_PARAMS)],
-        [tool("echo", "echo", TEXT, ("delay", "number", False), collection="docs")],
+        [
+            tool(
+                "echo",
+                "echo",
+                TEXT,
+                ("delay", "number", False),
+                ("mark", "string", False),
+                collection="docs",
+            )
+        ],
     )
+    mark = tmp_path / "arrived"  # the service makes it when the call reaches a worker
+    arguments = {"text": "slow", "delay": 1.5, "mark": str(mark)}
 
     async def go() -> seamkit.ToolResult:
         async with await seamkit.Agent.load(manifest, model=script()) as agent:
-            call = agent.tools["echo"].call({"text": "slow", "delay": 1.5})
-            slow = asyncio.ensure_future(call)
-            await asyncio.sleep(0.5)  # the request is with a worker by now
+            slow = asyncio.ensure_future(agent.tools["echo"].call(arguments))
+            for _ in range(1000):  # the request is with a worker (not a fixed time)
+                if mark.exists():
+                    break
+                await asyncio.sleep(0.01)
             served.process.send_signal(signal.SIGTERM)
             return await slow
 
     with served:
         result = asyncio.run(go())
         assert not result.is_error, result.content
-        assert json.loads(result.content)["arguments"] == {"text": "slow", "delay": 1.5}
+        assert json.loads(result.content)["arguments"] == arguments
         assert served.process.wait(15) in (0, -signal.SIGTERM), served.output()
 
 

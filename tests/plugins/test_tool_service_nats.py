@@ -193,10 +193,16 @@ def call_id(msg: Msg) -> str:
 
 
 async def call(
-    url: str, subject: str, arguments: dict[str, Any] | None = None, **fields: Any
+    url: str,
+    subject: str,
+    arguments: dict[str, Any] | None = None,
+    *,
+    settled: Callable[[Dropped], bool] | None = None,
+    **fields: Any,
 ) -> tuple[seamkit.ToolResult, Dropped]:
     """Call the service on ``subject`` once through a tool of its own; the
-    result and the counts of replies its transport dropped."""
+    result and the counts of replies its transport dropped (once ``settled``
+    holds of them, when given: late replies counted; else after 0.2 s)."""
     descriptor = ServiceDescriptor(
         id="rogue", transport="nats", servers=[url], subject=subject, **fields
     )
@@ -211,8 +217,16 @@ async def call(
             config={},
         )
         result = await made.call(arguments or {}, seamkit.ActionContext(user="ann"))
-        await asyncio.sleep(0.2)  # late replies arrive meanwhile
-        return result, connections.nats([url]).dropped
+        dropped = connections.nats([url]).dropped
+        if settled is None:
+            await asyncio.sleep(0.2)  # late replies arrive meanwhile
+        else:
+
+            async def counted() -> bool:
+                return settled(dropped)
+
+            await until(counted)
+        return result, dropped
     finally:
         await connections.aclose()
 
@@ -542,7 +556,10 @@ def test_stray_and_duplicate_replies_are_dropped_and_counted(nats_url: str) -> N
 
     async def go() -> tuple[seamkit.ToolResult, Dropped]:
         async with responder(nats_url, "tools.rogue.dirty", dirty):
-            return await call(nats_url, "tools.rogue.dirty")
+            # the late reply may come well after the call on a busy machine
+            return await call(
+                nats_url, "tools.rogue.dirty", settled=lambda d: d.stray + d.duplicate >= 4
+            )
 
     result, dropped = asyncio.run(go())
     assert (result.content, result.is_error) == ("right", False)

@@ -438,10 +438,15 @@ def test_tool_choice_is_checked_before_the_model_is_called() -> None:
 
 
 class SlowModel:
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()  # set once the run has reached the model
+
     async def complete(self, request: Any) -> Any:
+        self.asked.set()
         await asyncio.sleep(10)
 
     async def stream(self, request: Any) -> Any:
+        self.asked.set()
         await asyncio.sleep(10)
         yield ""
 
@@ -467,11 +472,12 @@ def test_run_timeout_cancels_cleanly() -> None:
 
 def test_cancelling_the_task_fires_on_completion_and_reraises() -> None:
     recorder = Recorder()
-    agent = Agent(model=SlowModel(), hooks=[recorder], plugin_hooks=False)
+    model = SlowModel()
+    agent = Agent(model=model, hooks=[recorder], plugin_hooks=False)
 
     async def go() -> None:
         task = asyncio.ensure_future(agent.run("go"))
-        await asyncio.sleep(0.02)
+        await model.asked.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -483,12 +489,13 @@ def test_cancelling_the_task_fires_on_completion_and_reraises() -> None:
 
 def test_closing_a_stream_early_cancels_the_run() -> None:
     recorder = Recorder()
-    agent = Agent(model=SlowModel(), hooks=[recorder], plugin_hooks=False)
+    model = SlowModel()
+    agent = Agent(model=model, hooks=[recorder], plugin_hooks=False)
 
     async def go() -> list[asyncio.Task[Any]]:
         events = agent.stream("go")
         consumer = asyncio.ensure_future(events.__anext__())
-        await asyncio.sleep(0.02)
+        await model.asked.wait()
         consumer.cancel()
         await asyncio.gather(consumer, return_exceptions=True)
         await events.aclose()
@@ -616,8 +623,12 @@ def test_on_completion_runs_to_the_end_when_a_stream_is_closed_early() -> None:
         async for event in agent.stream("go"):
             if isinstance(event, S.TurnFinished):
                 break  # closes the stream while on_completion runs
-        await asyncio.sleep(0.1)
-        return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        # it goes on in the background (0.05 s): wait for it, not a fixed time
+        for _ in range(500):
+            if not (left := [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]):
+                break
+            await asyncio.sleep(0.01)
+        return left
 
     assert asyncio.run(go()) == []
     assert seen == ["save: start", "save: done", "audit"]

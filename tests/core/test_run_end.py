@@ -315,10 +315,13 @@ def test_system_exit_in_on_completion_is_re_raised_after_the_run_is_reported() -
 
 
 def test_a_cancelled_concurrent_batch_keeps_the_results_that_exist(tmp_path: Path) -> None:
+    finished: list[int] = []
+
     @seamkit.tool
     async def slow(n: int) -> int:
         """Sleep n tenths of a second."""
         await asyncio.sleep(n / 10)
+        finished.append(n)
         return n
 
     calls = [{"name": "slow", "arguments": {"n": n}} for n in (0, 50)]
@@ -332,7 +335,11 @@ def test_a_cancelled_concurrent_batch_keeps_the_results_that_exist(tmp_path: Pat
 
     async def go() -> None:
         task = asyncio.ensure_future(agent.run("go", session="s", store=store))
-        await asyncio.sleep(0.2)
+        for _ in range(1000):  # the quick call (not a fixed time: the run may start late)
+            if finished:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # its result is taken; the other call sleeps 5 s
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

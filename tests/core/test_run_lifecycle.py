@@ -39,6 +39,16 @@ def moves(caplog: pytest.LogCaptureFixture) -> Iterator[Moves]:
     yield read
 
 
+async def moved(moves: Moves, move: str) -> None:
+    """Wait (up to ~5 s) until a run has made ``move``: a cancellation that
+    must come after it is not sent on a fixed time."""
+    for _ in range(500):
+        if move in moves():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never moved {move!r}: {moves()}")
+
+
 class SlowModel:
     """A model that never answers by itself."""
 
@@ -183,6 +193,7 @@ def test_completing_cancelled__cancel__cut(moves: Moves) -> None:
         task = asyncio.ensure_future(agent_with(hung, completion_timeout_seconds=None).run("go"))
         await hung.started.wait()
         task.cancel()
+        await moved(moves, "completing --cancel--> completing_cancelled")
         await asyncio.sleep(0.02)
         task.cancel()  # the second cuts on_completion
         with pytest.raises(asyncio.CancelledError):
@@ -318,8 +329,10 @@ def test_cut__cancel__cut(moves: Moves, monkeypatch: pytest.MonkeyPatch) -> None
         task = asyncio.ensure_future(agent.run("go"))
         await hung.started.wait()
         task.cancel()
+        await moved(moves, "completing --cancel--> completing_cancelled")
         await asyncio.sleep(0.02)
         task.cancel()  # cut: a grace of 30 s begins...
+        await moved(moves, "completing_cancelled --cancel--> cut")
         await asyncio.sleep(0.02)
         task.cancel()  # ...and a further cancellation ends it at once
         with pytest.raises(asyncio.CancelledError):

@@ -148,18 +148,21 @@ def test_a_waiting_locker_gets_the_session_when_it_is_released(where: Where) -> 
     first, second = where.open(), where.open()
     order: list[str] = []
 
-    async def hold() -> None:
-        async with first.lock("chat", 5):
-            order.append("first in")
-            await asyncio.sleep(0.3)
-            order.append("first out")
-
-    async def wait() -> None:
-        await asyncio.sleep(0.05)
-        async with second.lock("chat", 5):
-            order.append("second in")
-
     async def go() -> None:
+        held = asyncio.Event()
+
+        async def hold() -> None:
+            async with first.lock("chat", 5):
+                order.append("first in")
+                held.set()
+                await asyncio.sleep(0.3)
+                order.append("first out")
+
+        async def wait() -> None:
+            await held.wait()  # not a fixed time: taking the lock may be slow
+            async with second.lock("chat", 5):
+                order.append("second in")
+
         await asyncio.gather(hold(), wait())
 
     asyncio.run(go())

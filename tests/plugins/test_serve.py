@@ -451,8 +451,9 @@ def test_a_client_that_disconnects_mid_stream_cancels_its_run(tmp_path: Path) ->
     assert "Traceback" not in log
 
 
-def sigterm_during_a_run(served: Served) -> Any:
-    """SIGTERM while a request's run is in its 3-second tool; what the client got."""
+def sigterm_during_a_run(served: Served, mark: Path) -> Any:
+    """SIGTERM while a request's run is in its 3-second tool (once the tool
+    has made ``mark``, the app's ``SERVE_SLOW_MARK``); what the client got."""
     results: list[Any] = []
 
     def call() -> None:
@@ -463,7 +464,10 @@ def sigterm_during_a_run(served: Served) -> Any:
 
     worker = threading.Thread(target=call)
     worker.start()
-    time.sleep(1.0)
+    deadline = time.monotonic() + 30
+    while not mark.exists():  # not a fixed time: the request may come late
+        assert worker.is_alive() and time.monotonic() < deadline, results
+        time.sleep(0.02)
     served.process.send_signal(signal.SIGTERM)
     worker.join(30)
     served.process.wait(30)
@@ -476,16 +480,19 @@ def test_sigterm_lets_a_run_in_flight_finish_within_the_drain(tmp_path: Path) ->
     shutil.copytree(APPS, apps)
     slow = apps / "slow.yaml"
     slow.write_text(slow.read_text().replace("drain_seconds: 1", "drain_seconds: 10"))
-    served = Served("slow", tmp_path, apps=apps)
-    answer = sigterm_during_a_run(served)
+    mark = tmp_path / "in-the-tool"
+    served = Served("slow", tmp_path, apps=apps, env={"SERVE_SLOW_MARK": str(mark)})
+    answer = sigterm_during_a_run(served, mark)
     assert not isinstance(answer, Exception), answer
     assert answer.choices[0].message.content == "Working\n\ndone."
 
 
 def test_sigterm_cancels_a_run_past_the_drain(tmp_path: Path) -> None:
-    served = Served("slow", tmp_path)  # drain_seconds: 1, the tool takes 3
+    mark = tmp_path / "in-the-tool"
+    # drain_seconds: 1, the tool takes 3
+    served = Served("slow", tmp_path, env={"SERVE_SLOW_MARK": str(mark)})
     started = time.monotonic()
-    answer = sigterm_during_a_run(served)
+    answer = sigterm_during_a_run(served, mark)
     assert isinstance(answer, openai.APIError), answer
     assert time.monotonic() - started < 8
     assert "Traceback" not in served.log.read_text()

@@ -185,12 +185,13 @@ def test_one_store_per_url_so_runs_naming_it_share_one_pool(postgres: PostgresSe
 
 
 def test_the_heartbeat_keeps_a_long_run_s_lease(postgres: PostgresServer, db: str) -> None:
-    url = postgres.url(db, lease_seconds=0.6)
+    # renewed every 0.4 s: a renewal may come up to 0.8 s late on a busy machine
+    url = postgres.url(db, lease_seconds=1.2)
     first, second = PostgresSessionStore(url), PostgresSessionStore(url)
 
     async def go() -> None:
         async with first.lock("chat", 1):
-            await asyncio.sleep(2.0)  # over three lease lengths
+            await asyncio.sleep(3.7)  # over three lease lengths
             with pytest.raises(SessionBusy):
                 async with second.lock("chat", 0.2):
                     pass
@@ -206,7 +207,10 @@ def test_a_run_whose_lease_was_taken_over_cannot_overwrite_the_newer_run(
     """A stalled worker (its lease lapsed and another run took the session)
     must not save over the run that took over, nor release its lease."""
     url = postgres.url(db, lease_seconds=0.6)
-    stalled, newer, third = (PostgresSessionStore(url) for _ in range(3))
+    newer, third = PostgresSessionStore(url), PostgresSessionStore(url)
+    # renewed only after a second: its heartbeat cannot revive the lease
+    # between the expiry below and newer's take (unless those take over 1 s)
+    stalled = PostgresSessionStore(postgres.url(db, lease_seconds=3))
 
     async def go() -> None:
         async with stalled.lock("chat", 1):
@@ -221,7 +225,10 @@ def test_a_run_whose_lease_was_taken_over_cannot_overwrite_the_newer_run(
                 with pytest.raises(SessionError, match="not saved: this run's lease") as caught:
                     await stalled.save("chat", [Message.user("stale")], {})
                 assert caught.value.location == stalled.location
-                await asyncio.sleep(0.5)  # the stalled run's heartbeat notices
+                for _ in range(500):  # the stalled run's heartbeat notices (after 1 s)
+                    if "lease lapsed" in caplog.text:
+                        break
+                    await asyncio.sleep(0.02)
         # Having left its block first, the stalled run did not release newer's lease:
         # newer's block ended, so now the session is free.
         async with third.lock("chat", 0):
@@ -238,7 +245,10 @@ def test_the_stalled_run_leaving_does_not_free_the_newer_run_s_session(
     postgres: PostgresServer, db: str
 ) -> None:
     url = postgres.url(db, lease_seconds=0.6)
-    stalled, newer, third = (PostgresSessionStore(url) for _ in range(3))
+    newer, third = PostgresSessionStore(url), PostgresSessionStore(url)
+    # renewed only after a second: its heartbeat cannot revive the lease
+    # between the expiry below and newer's take (unless those take over 1 s)
+    stalled = PostgresSessionStore(postgres.url(db, lease_seconds=3))
 
     async def go() -> None:
         entered = asyncio.Event()

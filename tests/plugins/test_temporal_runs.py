@@ -254,7 +254,8 @@ async def test_a_tools_output_reaches_the_caller_while_the_tool_runs(
     p95 = statistics.quantiles(delays, n=20)[-1]
     median = statistics.median(delays)
     print(f"chunk -> caller: median {median * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms")
-    assert p95 <= 0.250
+    # live: p95 ~10-20 ms here; chunks held to the tool's end would make it ~2.8 s
+    assert p95 <= 0.5
 
 
 async def test_an_approval_expires_on_a_durable_timer(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from seamkit_tool_service import Argument, ConfigParam, DynamicToolService, ServedTool
@@ -25,6 +26,9 @@ class Echo(DynamicToolService):
     )
 
     async def invoke(self, user: str, config: dict[str, Any], arguments: dict[str, Any]) -> Any:
+        mark = arguments.get("mark")
+        if isinstance(mark, str):  # a file it makes on arrival: the call is with a worker
+            Path(mark).touch()
         delay = arguments.get("delay")
         if isinstance(delay, int | float):
             await asyncio.sleep(delay)

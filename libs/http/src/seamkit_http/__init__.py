@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     from ._sse import (
         EventDecoder as EventDecoder,
         ServerEvent as ServerEvent,
+        as_streamed as as_streamed,
         body_chunks as body_chunks,
+        is_event_stream as is_event_stream,
         server_events as server_events,
     )
 
@@ -61,11 +63,13 @@ __getattr__, __dir__, __all__ = lazy_module(
         "MESSAGE_LIMIT": "._messages",
         "RetryRule": "._endpoint",
         "answered": "._messages",
+        "as_streamed": "._sse",
         "body_chunks": "._sse",
         "context_too_long": "._messages",
         "cut_off": "._cut_off",
         "error_object": "._messages",
         "json_object": "._messages",
+        "is_event_stream": "._sse",
         "key_origin": "._messages",
         "key_refused": "._messages",
         "server_message": "._messages",

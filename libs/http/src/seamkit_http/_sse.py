@@ -1,7 +1,8 @@
 """Server-sent events, read as the HTML standard's event-stream parser reads
 them, from a response's bytes: `EventDecoder` (fed chunk by chunk),
 `body_chunks` (the bytes, decoded only when the server compressed them) and
-`server_events` (the two together).
+`server_events` (the two together); `is_event_stream` tells a stream from a
+whole answer, and `as_streamed` gives a whole answer as a stream's items.
 
 Why not httpx-sse: it reads the body through httpx's byte, text and line
 layers, an async generator each, for every chunk; a model's stream comes one
@@ -15,10 +16,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, NamedTuple
 
+import seamkit
+from seamkit.stream import ToolArgumentsDelta
+
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["EventDecoder", "ServerEvent", "body_chunks", "server_events"]
+__all__ = [
+    "EventDecoder",
+    "ServerEvent",
+    "as_streamed",
+    "body_chunks",
+    "is_event_stream",
+    "server_events",
+]
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -139,3 +150,24 @@ async def server_events(response: httpx.Response) -> AsyncIterator[ServerEvent]:
     async for chunk in body_chunks(response):
         for event in decoder.feed(chunk):
             yield event
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    """Whether ``response`` is a stream of server-sent events (its
+    ``content-type``), not a whole answer."""
+    kind: str = response.headers.get("content-type", "")
+    return kind.startswith("text/event-stream")
+
+
+def as_streamed(turn: seamkit.ModelTurn) -> list[str | ToolArgumentsDelta | seamkit.ModelTurn]:
+    """What a model's ``stream`` yields for ``turn`` when the server sent it
+    whole (ignoring ``stream: true``): its text, each call's arguments as one
+    fragment, then the turn."""
+    items: list[str | ToolArgumentsDelta | seamkit.ModelTurn] = []
+    if turn.message.text:
+        items.append(turn.message.text)
+    for index, call in enumerate(turn.message.tool_calls or ()):
+        function = call.function
+        items.append(ToolArgumentsDelta(index, call.id, function.name, function.arguments))
+    items.append(turn)
+    return items

@@ -20,8 +20,10 @@ from seamkit_http import (
     Endpoint,
     EventDecoder,
     ServerEvent,
+    as_streamed,
     body_chunks,
     cut_off,
+    is_event_stream,
     json_object,
     key_origin,
     parsed_object,
@@ -34,7 +36,7 @@ from ._failures import answer_failure, failure
 from ._wire import request_body
 
 if TYPE_CHECKING:
-    import httpx
+    pass
 
 __all__ = ["LONG_MAX_TOKENS", "AnthropicModel", "messages_url"]
 
@@ -55,11 +57,6 @@ _UNREADABLE = (BrokenAnswer, TypeError, ValueError, AttributeError, KeyError, Ov
 """What reading an answer that breaks the protocol raises: the assembler's
 own `BrokenAnswer`, and what a field of a type it did not foresee may raise
 (a `pydantic.ValidationError` is a `ValueError`)."""
-
-
-def _is_stream(response: httpx.Response) -> bool:
-    kind: str = response.headers.get("content-type", "")
-    return kind.startswith("text/event-stream")
 
 
 def messages_url(base_url: str) -> str:
@@ -213,18 +210,13 @@ class AnthropicModel:
 
         body = request_body(request, self.config, stream=stream)
         async with self._endpoint.post(body) as response:
-            if not _is_stream(response):
+            if not is_event_stream(response):
                 try:
                     raw = await response.aread()
                 except httpx.RequestError as exc:  # cut, or a body that does not decode
                     raise self._cut(None, exc) from None
-                turn = self._finished(self._whole(raw), request)
-                if turn.message.text:
-                    yield turn.message.text
-                for index, call in enumerate(turn.message.tool_calls or ()):
-                    name, arguments = call.function.name, call.function.arguments
-                    yield ToolArgumentsDelta(index, call.id, name, arguments)
-                yield turn
+                for item in as_streamed(self._finished(self._whole(raw), request)):
+                    yield item
                 return
             assembler = TurnAssembler()
             chunks = body_chunks(response)

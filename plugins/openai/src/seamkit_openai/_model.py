@@ -19,7 +19,9 @@ from seamkit.plugins import shown_url
 from seamkit.stream import ToolArgumentsDelta
 from seamkit_http import (
     Endpoint,
+    as_streamed,
     cut_off,
+    is_event_stream,
     json_object,
     key_origin,
     server_events,
@@ -151,15 +153,10 @@ class OpenAIModel:
         the turn."""
         body = request_body(request, self.config, stream=True)
         async with self._endpoint.post(body) as response:
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            if not is_event_stream(response):
                 raw = await self._body(response)  # a server that ignored stream: true
-                turn = self._whole(raw, request)
-                if turn.message.text:
-                    yield turn.message.text
-                for index, call in enumerate(turn.message.tool_calls or ()):
-                    name, arguments = call.function.name, call.function.arguments
-                    yield ToolArgumentsDelta(index, call.id, name, arguments)
-                yield turn
+                for item in as_streamed(self._whole(raw, request)):
+                    yield item
                 return
             assembler = TurnAssembler()
             done = False

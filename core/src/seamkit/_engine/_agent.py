@@ -45,7 +45,7 @@ from ._dispatch import Dispatcher, Observer
 from ._drive import RunPlan, RunState, drive, emitter
 from ._executor import RunExecutor
 from ._journaling import RunJournal
-from ._lifecycle import INTERRUPTS, Interrupt
+from ._lifecycle import INTERRUPTS, Interrupt, to_its_end
 from ._parts import (
     ToolEntry,
     build_model,
@@ -547,9 +547,11 @@ class Agent:
             fresh = [p for p in pending if p.decision and p.call_id not in before]
             if isinstance(held, JournalStore):
                 run_id = uuid.uuid4().hex
-                await held.journal_append(session, [decided_entry(run_id, p) for p in fresh])
+                decided = [decided_entry(run_id, p) for p in fresh]
+                await to_its_end(held.journal_append(session, decided))
             else:
-                await held.save(session, stored.transcript, with_pending(stored.state, pending))
+                state = with_pending(stored.state, pending)
+                await to_its_end(held.save(session, stored.transcript, state))
         elif not pending and not entries:
             raise ResumeError(
                 f"session {session!r} has nothing to continue: no call waits for a "

@@ -1,7 +1,8 @@
 """`RunJournal`: what one run writes to its session's journal, as it goes.
 
 Each write is durable before the run moves on (the store's
-``journal_append``): the model's turn once it is received, before any of its
+``journal_append``), and ends before a cancellation goes on to the run's
+save (`to_its_end`): the model's turn once it is received, before any of its
 calls runs; a call with effects before its body runs (with the idempotency
 key made for it) and its result as soon as its ``on_post_tool_use`` hooks
 passed it (withheld, with the stop, when one of them stopped the run).
@@ -19,6 +20,7 @@ from pydantic_core import to_json
 from .._persistence._journal import JournalEntry, JournalStore
 from .._secret import secret_json
 from .._types import Failed, Message, Outcome, Terminated, ToolCall, ToolResult, Usage
+from ._lifecycle import to_its_end
 
 __all__ = ["RunJournal", "plain_arguments", "stopped_outcome"]
 
@@ -60,7 +62,7 @@ class RunJournal:
         if self._start is not None:
             entries = (self._start, *entries)
             self._start = None
-        await self.store.journal_append(self.session, entries)
+        await to_its_end(self.store.journal_append(self.session, entries))
 
     async def turn(self, transcript: Sequence[Message], usage: Usage | None) -> None:
         """The model's turn was received (the transcript's last message),

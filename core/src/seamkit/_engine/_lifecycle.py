@@ -44,6 +44,7 @@ __all__ = [
     "Move",
     "Phase",
     "stops_the_run",
+    "to_its_end",
 ]
 
 log = logging.getLogger("seamkit.run")
@@ -231,6 +232,30 @@ class Lifecycle:
             except asyncio.CancelledError as exc:
                 self.cancel(exc)
         return task.result()
+
+
+async def to_its_end(work: Awaitable[T]) -> T:
+    """Await ``work`` to its end even when the caller is cancelled meanwhile,
+    then raise the first cancellation (its result, or its failure, is then
+    dropped).
+
+    For a write that cannot be taken back once begun (a store that writes in
+    a worker thread goes on after the task awaiting it is cancelled), which
+    must land before what the cancellation leads to: a journal entry landing
+    after the run's save (which drops the journal) would make the session
+    look like a run a crash cut short."""
+    task = asyncio.ensure_future(work)
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait((task,))
+        except asyncio.CancelledError as exc:
+            cancelled = cancelled or exc
+    if cancelled is not None:
+        if not task.cancelled():
+            task.exception()  # (retrieved: the cancellation is the news)
+        raise cancelled
+    return task.result()
 
 
 def stops_the_run(exc: BaseException, task: asyncio.Task[Any] | None) -> bool:

@@ -57,7 +57,8 @@ class JournalStore(Protocol):
 
     async def journal_append(self, name: str, entries: Sequence[JournalEntry]) -> None:
         """Append ``entries`` to the journal of ``name``, in order; written
-        durably (fsynced, committed) before this returns."""
+        durably (fsynced, committed) before this returns. The kernel never
+        cancels it: a cancellation of the run waits for it to end."""
         ...
 
     async def journal_read(self, name: str) -> list[JournalEntry]:

@@ -554,9 +554,9 @@ def _run(
         try:
             latencies = asyncio.run(measure(ports, counts, wrong))
         except WrongAnswer as exc:
-            owners = {s.name: s.stop for s in servers} | dict.fromkeys(PEERS, proxy.stop)
-            log = owners[exc.name]() if exc.name in owners else ""
-            raise RuntimeError(f"{exc}\n{exc.name}'s log ends:\n{log[-3000:]}") from None
+            owner = next(s for s in (*servers, proxy) if s.port == ports[exc.name])
+            log = owner.stop()[-3000:]
+            raise RuntimeError(f"{exc}\n{owner.name}'s log ends:\n{log}") from None
     finally:
         logs_text = {s.name: s.stop() for s in servers}
         logs_text["litellm"] = proxy.stop()

@@ -11,7 +11,6 @@ import functools
 import logging
 from collections.abc import AsyncGenerator
 from importlib.metadata import version
-from typing import TYPE_CHECKING
 
 import seamkit
 from seamkit.plugins import shown_url
@@ -34,9 +33,6 @@ from ._assemble import BrokenAnswer, Piece, TurnAssembler, turn_from_message
 from ._config import AnthropicConfig
 from ._failures import answer_failure, failure
 from ._wire import request_body
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["LONG_MAX_TOKENS", "AnthropicModel", "messages_url"]
 
